@@ -1,0 +1,72 @@
+package txnlock
+
+import "time"
+
+// Detector is the two-way seam between lock managers and a deadlock
+// detector (package deadlock implements it). Managers that are given the
+// same Detector in their options share one waits-for graph, so a cycle that
+// crosses column families or runs through a point lock and a range lock is
+// found.
+//
+// The graph has two kinds of node: transactions and resources. A waiting
+// transaction points at the resource it waits for; a resource points at the
+// transactions that block it (its holders, and for a range manager the
+// incompatible requests queued ahead). A queue of N waiters on one lock is N
+// edges into one resource, so a search from a new waiter never walks the
+// queue: resource → holders is all it needs, because queued waiters wait
+// for nothing else.
+//
+// Managers call Block, Unblock, SetBlockers and DropResource with their own
+// locks held: these must be quick and must not call back into a manager.
+// Check is called without manager locks, before the waiter sleeps. The
+// detector fails a waiter through Waiter.Fail, which only flags and signals.
+//
+// A transaction never blocks itself: when a search follows a resource's
+// blockers it skips the transaction whose wait led to that resource (an
+// upgrading holder is listed among the holders of the lock it waits for).
+type Detector interface {
+	// NewResource returns an id, unique within the detector, for a lock
+	// that is about to get its first waiter.
+	NewResource() ResourceID
+	// Block records a wait edge: e.Txn waits for e.Resource.
+	Block(e WaitEdge)
+	// Unblock removes the wait edge of w (granted, failed or given up).
+	Unblock(w Waiter)
+	// SetBlockers replaces the transactions that block resource r. The
+	// detector copies the slice.
+	SetBlockers(r ResourceID, blockers []TxnID)
+	// DropResource forgets r once its last waiter has left.
+	DropResource(r ResourceID)
+	// Check runs deadlock detection for waiter w before it sleeps. It
+	// returns a *DeadlockError if w must give up (it is the victim, or the
+	// search hit a limit under the assume-deadlock policy), else nil. Other
+	// victims are failed through their Waiter.
+	Check(w Waiter) error
+	// DetectDelay is how long a waiter sleeps before Check is called
+	// (0: at once, negative: Check is never called by the waiter).
+	DetectDelay() time.Duration
+}
+
+// ResourceID names a resource in a Detector's graph. Zero means none.
+type ResourceID uint64
+
+// Waiter is the handle of one blocked request, as a detector sees it.
+type Waiter interface {
+	// Fail ends the wait with err unless it already ended (granted, timed
+	// out, cancelled). It reports whether err was delivered. It never
+	// blocks and never takes a manager lock.
+	Fail(err error) bool
+	// Txn is the waiting transaction.
+	Txn() TxnID
+}
+
+// WaitEdge describes a wait to the detector.
+type WaitEdge struct {
+	Waiter   Waiter
+	Resource ResourceID
+	Lock     LockRef // what is requested, for reports
+	// LocksHeld is how many locks the waiter holds in its manager, for the
+	// fewest-locks victim policy.
+	LocksHeld int
+	Since     time.Time
+}

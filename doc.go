@@ -1,0 +1,71 @@
+// Package txnlock is the shared vocabulary of the txnlock lock managers:
+// transaction ids, lock modes, column families, keys and ranges, the Manager
+// interface that every lock manager implements, the seam through which
+// managers report waits to a deadlock detector, and the errors they return.
+//
+// txnlock is a library for storage engines that run pessimistic
+// transactions: before a transaction reads for update or writes a key, it
+// asks a lock manager for a lock on that key (pointlock) or on a range of
+// keys (rangelock), and it releases everything at commit or rollback.
+//
+// # The life of a lock request
+//
+//	Lock(ctx, Request{Txn, CF, Range, Mode, Timeout})
+//	       │
+//	       ▼
+//	┌─────────────────┐  compatible with holders and     ┌─────────┐
+//	│ conflict check  │─ nobody queued ahead ───────────▶│ granted │
+//	└─────────────────┘                                  └─────────┘
+//	       │ conflict                                         ▲
+//	       ▼                                                  │ targeted wake-up
+//	┌─────────────────┐  Timeout == NoWait                    │ (only requests that
+//	│ FIFO wait queue │─────────────────▶ ErrLockTimeout      │  can now be granted)
+//	└─────────────────┘                                       │
+//	       │ Detector.Block: waiter ──▶ lock ──▶ holders      │
+//	       ▼                                                  │
+//	┌─────────────────┐  cycle, this txn is the victim        │
+//	│ deadlock check  │─────────────────▶ *DeadlockError      │
+//	└─────────────────┘                                       │
+//	       │ no cycle (or the search is deferred)             │
+//	       ▼                                                  │
+//	┌─────────────────┐  ctx done ──────▶ ctx.Err()           │
+//	│      sleep      │  timeout ───────▶ ErrLockTimeout      │
+//	└─────────────────┘  chosen victim ─▶ *DeadlockError      │
+//	       │                                                  │
+//	       └──── holder calls Unlock / UnlockAll ─────────────┘
+//
+// A request is first checked against the lock's holders and its queue. If it
+// is compatible with every holder and no incompatible request waits ahead of
+// it, it is granted at once. Otherwise it joins the lock's FIFO queue (an
+// upgrade from Shared to Exclusive goes ahead of the queue: it waits only for
+// the other holders) and the manager tells the Detector what it waits for. The
+// detector may find a cycle and pick a victim; the waiter then sleeps until it
+// is granted, its context ends, its lock-wait timeout fires, or the detector
+// fails it. A waiter that gives up leaves no trace: it is removed from the
+// queue and the requests behind it are re-checked exactly as after a release.
+// A release wakes only the requests that can now be granted: the leading
+// Shared requests, or the first Exclusive one.
+//
+// # Keys and ranges
+//
+// Keys are byte strings in bytewise order (bytes.Compare). A Range is a set
+// of keys between two bounds; each end is inclusive, exclusive or infinite.
+// Ranges are normalized when built (see Range) so that two ranges covering
+// the same keys are Equal. Every call that takes a range says which of its
+// ends are inclusive, in bracket notation: [start, end] or [start, end).
+//
+// # Transactions and column families
+//
+// A TxnID names one transaction in every manager that shares a Detector; the
+// zero TxnID is invalid. A ColumnFamily is an independent key space inside a
+// manager; the default column family 0 always exists, others are added and
+// dropped with AddColumnFamily and DropColumnFamily.
+//
+// # Errors
+//
+// Every error a manager returns is usable with errors.Is against the
+// exported sentinels (ErrLockTimeout, ErrDeadlock, ErrLockLimit, ...) and with
+// errors.As against *LockError (which request failed and why) and
+// *DeadlockError (the cycle). Bad input never panics and never changes lock
+// state.
+package txnlock

@@ -1,0 +1,146 @@
+package txnlock
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Sentinel errors. Every error a manager returns wraps one of these (or a
+// context error); test with errors.Is.
+var (
+	// ErrLockTimeout: the lock was not granted within the lock-wait timeout,
+	// or at once for a NoWait request.
+	ErrLockTimeout = errors.New("txnlock: lock wait timeout")
+	// ErrDeadlock: the request was chosen as the victim of a deadlock, or
+	// the search hit its limit under the assume-deadlock breaker policy. The
+	// error is a *DeadlockError.
+	ErrDeadlock = errors.New("txnlock: deadlock")
+	// ErrLockLimit: granting the request would exceed the manager's lock
+	// limit (MaxLocks, MaxLockMemory). Returned at once, without waiting.
+	ErrLockLimit = errors.New("txnlock: lock limit reached")
+	// ErrInvalidRange: the range covers no key, its start is after its end,
+	// or it was never built (the zero Range).
+	ErrInvalidRange = errors.New("txnlock: invalid range")
+	// ErrRangeNotSupported: the manager locks single keys only (pointlock)
+	// and the request named a range of more than one key.
+	ErrRangeNotSupported = errors.New("txnlock: range locks not supported by this manager")
+	// ErrClosed: the manager (or detector) was closed.
+	ErrClosed = errors.New("txnlock: closed")
+	// ErrInvalidTxn: the zero TxnID.
+	ErrInvalidTxn = errors.New("txnlock: invalid transaction id")
+	// ErrInvalidMode: a Mode other than Shared or Exclusive.
+	ErrInvalidMode = errors.New("txnlock: invalid lock mode")
+	// ErrInvalidTimeout: a negative Request.Timeout other than NoWait.
+	ErrInvalidTimeout = errors.New("txnlock: invalid lock timeout")
+	// ErrNilContext: a nil context.Context.
+	ErrNilContext = errors.New("txnlock: nil context")
+	// ErrUnknownColumnFamily: the column family is negative or not registered.
+	ErrUnknownColumnFamily = errors.New("txnlock: unknown column family")
+	// ErrColumnFamilyExists: AddColumnFamily of a registered column family.
+	ErrColumnFamilyExists = errors.New("txnlock: column family already exists")
+	// ErrColumnFamilyInUse: DropColumnFamily while locks are held or
+	// requested in it, or of the default column family.
+	ErrColumnFamilyInUse = errors.New("txnlock: column family in use")
+	// ErrNotHeld: Unlock of a lock the transaction does not hold.
+	ErrNotHeld = errors.New("txnlock: lock not held")
+	// ErrInvalidOptions: an Options.Validate failure; the error lists every
+	// problem.
+	ErrInvalidOptions = errors.New("txnlock: invalid options")
+)
+
+func invalidRange(why string) error { return fmt.Errorf("%w: %s", ErrInvalidRange, why) }
+
+// LockError says which request failed and why. Err is a sentinel above, a
+// *DeadlockError, or a context error; errors.Is and errors.As see through it.
+type LockError struct {
+	Op       string // "lock", "unlock", ...
+	Txn      TxnID
+	CF       ColumnFamily
+	Range    Range
+	Mode     Mode
+	Blockers []TxnID // for ErrLockTimeout: who held or queued ahead at the end
+	Err      error
+}
+
+func (e *LockError) Error() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "%v: %s %s %s %v", e.Err, e.Op, e.Txn, e.CF, e.Range)
+	if e.Mode.Valid() {
+		fmt.Fprintf(&sb, " %v", e.Mode)
+	}
+	if len(e.Blockers) > 0 {
+		fmt.Fprintf(&sb, " (blocked by %v)", e.Blockers)
+	}
+	return sb.String()
+}
+
+// Unwrap returns the cause.
+func (e *LockError) Unwrap() error { return e.Err }
+
+// CycleEntry is one transaction of a deadlock cycle: what it waits for and
+// who holds that lock (or is queued ahead of it).
+type CycleEntry struct {
+	Txn       TxnID
+	Lock      LockRef
+	Holders   []TxnID
+	LocksHeld int // as reported by the manager when the wait began
+	Since     time.Time
+}
+
+// DeadlockError reports a deadlock. It is the error returned to the victim
+// and the record kept in the detector's history. errors.Is(err, ErrDeadlock)
+// is true.
+type DeadlockError struct {
+	Victim TxnID
+	// Cycle lists the transactions in wait order: Cycle[i] waits for a lock
+	// held by (or queued ahead of it by) Cycle[i+1], and the last one waits
+	// for Cycle[0]. Empty when LimitExceeded.
+	Cycle []CycleEntry
+	// LimitExceeded: no cycle was found; the search hit the detector's
+	// depth, step or time limit and the breaker policy assumes a deadlock.
+	// Path is then the part walked before the limit.
+	LimitExceeded bool
+	Path          []CycleEntry
+	Limit         string // which limit tripped: "depth", "steps", "time"
+	Time          time.Time
+}
+
+func (e *DeadlockError) Error() string {
+	if e.LimitExceeded {
+		return fmt.Sprintf("txnlock: deadlock assumed: search %s limit exceeded (victim %s)", e.Limit, e.Victim)
+	}
+	ids := make([]string, len(e.Cycle))
+	for i, c := range e.Cycle {
+		ids[i] = fmt.Sprint(uint64(c.Txn))
+	}
+	return fmt.Sprintf("txnlock: deadlock: cycle %s (victim %s)", strings.Join(ids, " -> "), e.Victim)
+}
+
+// Is makes errors.Is(err, ErrDeadlock) true.
+func (e *DeadlockError) Is(target error) bool { return target == ErrDeadlock }
+
+// Report renders the deadlock like InnoDB's LATEST DETECTED DEADLOCK section:
+// one block per transaction with the lock it waits for and who holds it.
+func (e *DeadlockError) Report() string {
+	var sb strings.Builder
+	sb.WriteString("------------------------\nLATEST DETECTED DEADLOCK\n------------------------\n")
+	if !e.Time.IsZero() {
+		sb.WriteString(e.Time.UTC().Format("2006-01-02 15:04:05.000000") + "\n")
+	}
+	entries := e.Cycle
+	if e.LimitExceeded {
+		fmt.Fprintf(&sb, "SEARCH %s LIMIT EXCEEDED: DEADLOCK ASSUMED; PATH WALKED:\n", strings.ToUpper(e.Limit))
+		entries = e.Path
+	}
+	for i, c := range entries {
+		fmt.Fprintf(&sb, "*** (%d) TRANSACTION %d, holding %d lock(s)\n", i+1, uint64(c.Txn), c.LocksHeld)
+		fmt.Fprintf(&sb, "*** (%d) WAITING FOR %s %v mode %v, held by %v\n", i+1, c.Lock.CF, c.Lock.Range, c.Lock.Mode, c.Holders)
+	}
+	fmt.Fprintf(&sb, "*** WE ROLL BACK TRANSACTION %d\n", uint64(e.Victim))
+	return sb.String()
+}
+
+// String is Report.
+func (e *DeadlockError) String() string { return e.Report() }

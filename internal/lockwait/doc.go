@@ -1,0 +1,25 @@
+// Package lockwait is the waiting machinery shared by pointlock and
+// rangelock: the Waiter that a blocked request sleeps on, its FIFO Queue,
+// and the one function, Waiter.Wait, that honours the context, the
+// lock-wait timeout and the deadlock detector.
+//
+// A Waiter moves through three states, each change a compare-and-swap so
+// that the manager (granting), the detector (choosing a victim) and the
+// waiter itself (timeout, cancellation) can race safely:
+//
+//	         Grant (manager, under its lock)
+//	waiting ───────────────────────────────▶ granted
+//	   │
+//	   │  Fail (detector victim, Close, timeout, ctx, Check)
+//	   └───────────────────────────────────▶ failed
+//
+// Who removes a waiter from its queue:
+//   - granted: the manager that granted it, in the same critical section;
+//   - failed: the waiting goroutine itself, when Wait returns an error: it
+//     takes the manager's lock, unlinks itself, tells the detector, and
+//     re-checks the queue behind it exactly as a release does.
+//
+// Until it is unlinked a failed waiter is still in the queue; managers skip
+// waiters whose Grant fails. Grant wins a race with a timeout: a waiter that
+// was granted before its own Fail reports success.
+package lockwait

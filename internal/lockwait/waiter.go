@@ -1,0 +1,133 @@
+package lockwait
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/txnlock/txnlock"
+)
+
+const (
+	stateWaiting int32 = iota
+	stateGranted
+	stateFailing // a Fail won the race and is writing err
+	stateFailed
+)
+
+// Waiter is one blocked lock request. Fields other than state, err and ch
+// are guarded by the owning manager's lock (the stripe or tree mutex whose
+// queue holds the waiter).
+type Waiter struct {
+	txn txnlock.TxnID
+	// Lock is what is requested.
+	Lock txnlock.LockRef
+	// Upgrade is set when the waiter already holds the lock Shared and
+	// wants it Exclusive.
+	Upgrade bool
+	// Since is when the wait began (manager clock).
+	Since time.Time
+	// Resource is the waiter's node in the detector's graph, if any.
+	Resource txnlock.ResourceID
+	// Ext is for the owning manager's own bookkeeping.
+	Ext any
+
+	state atomic.Int32
+	err   error // written before state becomes stateFailed
+	ch    chan struct{}
+
+	next, prev *Waiter
+	queue      *Queue
+}
+
+// New returns a waiting Waiter for txn.
+func New(txn txnlock.TxnID, lock txnlock.LockRef, since time.Time) *Waiter {
+	return &Waiter{txn: txn, Lock: lock, Since: since, ch: make(chan struct{}, 1)}
+}
+
+// Txn is the waiting transaction (txnlock.Waiter).
+func (w *Waiter) Txn() txnlock.TxnID { return w.txn }
+
+// Grant ends the wait successfully. The manager calls it under its lock
+// and, if it returns true, unlinks the waiter and records it as a holder in
+// the same critical section. False means the waiter already failed: leave
+// it in the queue for its goroutine to remove, and treat it as absent.
+func (w *Waiter) Grant() bool {
+	if !w.state.CompareAndSwap(stateWaiting, stateGranted) {
+		return false
+	}
+	w.ch <- struct{}{}
+	return true
+}
+
+// Fail ends the wait with err unless it already ended, and reports whether
+// it did (txnlock.Waiter). It never blocks and takes no lock.
+func (w *Waiter) Fail(err error) bool {
+	if !w.state.CompareAndSwap(stateWaiting, stateFailing) {
+		return false
+	}
+	w.err = err
+	w.state.Store(stateFailed)
+	w.ch <- struct{}{}
+	return true
+}
+
+// Active reports whether the waiter is still waiting (neither granted nor
+// failed, nor failing). Managers skip inactive waiters when scanning a queue.
+func (w *Waiter) Active() bool { return w.state.Load() == stateWaiting }
+
+// Granted reports whether Grant succeeded.
+func (w *Waiter) Granted() bool { return w.state.Load() == stateGranted }
+
+// Err is the failure, or nil if the waiter was granted or still waits.
+func (w *Waiter) Err() error {
+	if w.state.Load() != stateFailed {
+		return nil
+	}
+	return w.err
+}
+
+// Wait sleeps until the waiter is granted or fails, and returns nil or the
+// failure. The caller has queued w and reported it to det (if any) and
+// holds no manager lock. timeout is the resolved wait (NoWait is handled by
+// the manager before queueing; WaitForever never fires).
+//
+// On a non-nil return the waiter is still linked in its queue: the caller
+// must unlink it, call det.Unblock, and re-check the queue behind it.
+func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.Clock, det txnlock.Detector) error {
+	var graceC <-chan time.Time
+	if det != nil {
+		switch delay := det.DetectDelay(); {
+		case delay == 0:
+			if err := det.Check(w); err != nil {
+				w.Fail(err)
+			}
+		case delay > 0:
+			g := clock.NewTimer(delay)
+			defer g.Stop()
+			graceC = g.C()
+		}
+	}
+	var timeoutC <-chan time.Time
+	if timeout != txnlock.WaitForever {
+		t := clock.NewTimer(timeout)
+		defer t.Stop()
+		timeoutC = t.C()
+	}
+	for {
+		select {
+		case <-w.ch:
+			return w.Err()
+		case <-ctx.Done():
+			w.Fail(ctx.Err())
+		case <-timeoutC:
+			w.Fail(txnlock.ErrLockTimeout)
+			timeoutC = nil
+		case <-graceC:
+			graceC = nil
+			if err := det.Check(w); err != nil {
+				w.Fail(err)
+			}
+		}
+	}
+}
