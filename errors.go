@@ -71,7 +71,7 @@ func (e *LockError) Error() string {
 		fmt.Fprintf(&sb, " %v", e.Mode)
 	}
 	if len(e.Blockers) > 0 {
-		fmt.Fprintf(&sb, " (blocked by %v)", e.Blockers)
+		fmt.Fprintf(&sb, " (blocked by %s)", txnList(e.Blockers))
 	}
 	return sb.String()
 }
@@ -136,7 +136,7 @@ func (e *DeadlockError) Report() string {
 	}
 	for i, c := range entries {
 		fmt.Fprintf(&sb, "*** (%d) TRANSACTION %d, holding %d lock(s)\n", i+1, uint64(c.Txn), c.LocksHeld)
-		fmt.Fprintf(&sb, "*** (%d) WAITING FOR %s %v mode %v, held by %v\n", i+1, c.Lock.CF, c.Lock.Range, c.Lock.Mode, c.Holders)
+		fmt.Fprintf(&sb, "*** (%d) WAITING FOR %s %v mode %v, held by %s\n", i+1, c.Lock.CF, c.Lock.Range, c.Lock.Mode, txnList(c.Holders))
 	}
 	fmt.Fprintf(&sb, "*** WE ROLL BACK TRANSACTION %d\n", uint64(e.Victim))
 	return sb.String()

@@ -1,0 +1,106 @@
+package txnlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestLockErrorUnwraps(t *testing.T) {
+	err := error(&LockError{Op: "lock", Txn: 3, CF: 1, Range: Point([]byte("k")), Mode: Exclusive, Blockers: []TxnID{7}, Err: ErrLockTimeout})
+	require.ErrorIs(t, err, ErrLockTimeout)
+	require.NotErrorIs(t, err, ErrDeadlock)
+	require.Equal(t, "txnlock: lock wait timeout: lock txn 3 cf 1 [k] X (blocked by [7])", err.Error())
+	var le *LockError
+	require.True(t, errors.As(fmt.Errorf("wrapped: %w", err), &le))
+	require.Equal(t, TxnID(3), le.Txn)
+
+	ctxErr := &LockError{Op: "lock", Txn: 1, Range: Point(nil), Err: context.Canceled}
+	require.ErrorIs(t, ctxErr, context.Canceled)
+}
+
+func TestDeadlockError(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	d := &DeadlockError{
+		Victim: 2,
+		Cycle: []CycleEntry{
+			{Txn: 1, Lock: LockRef{CF: 0, Range: Point([]byte("a")), Mode: Exclusive}, Holders: []TxnID{2}, LocksHeld: 1},
+			{Txn: 2, Lock: LockRef{CF: 1, Range: Point([]byte("b")), Mode: Shared}, Holders: []TxnID{1}, LocksHeld: 3},
+		},
+		Time: at,
+	}
+	var err error = &LockError{Op: "lock", Txn: 2, Err: d}
+	require.ErrorIs(t, err, ErrDeadlock)
+	var got *DeadlockError
+	require.True(t, errors.As(err, &got))
+	require.Equal(t, "txnlock: deadlock: cycle 1 -> 2 (victim txn 2)", d.Error())
+	rep := d.Report()
+	require.Contains(t, rep, "LATEST DETECTED DEADLOCK")
+	require.Contains(t, rep, "*** (2) WAITING FOR cf 1 [b] mode S, held by [1]")
+	require.True(t, strings.HasSuffix(rep, "*** WE ROLL BACK TRANSACTION 2\n"))
+
+	lim := &DeadlockError{Victim: 5, LimitExceeded: true, Limit: "depth"}
+	require.ErrorIs(t, lim, ErrDeadlock)
+	require.Contains(t, lim.Error(), "depth limit exceeded")
+}
+
+func TestModes(t *testing.T) {
+	require.True(t, Shared.Compatible(Shared))
+	require.False(t, Shared.Compatible(Exclusive))
+	require.False(t, Exclusive.Compatible(Shared))
+	require.False(t, Exclusive.Compatible(Exclusive))
+	require.True(t, Exclusive.Covers(Shared))
+	require.False(t, Shared.Covers(Exclusive))
+	require.Equal(t, Exclusive, Shared.Max(Exclusive))
+	require.False(t, Mode(0).Valid())
+	require.Equal(t, "Mode(0)", Mode(0).String())
+	require.False(t, TxnID(0).Valid())
+}
+
+func TestWaitOptions(t *testing.T) {
+	var o WaitOptions
+	o.EnsureDefaults()
+	require.Equal(t, DefaultLockTimeout, o.LockTimeout)
+	require.NoError(t, o.Validate())
+	o.LockTimeout = -5
+	err := o.Validate()
+	require.ErrorIs(t, err, ErrInvalidOptions)
+	require.Contains(t, err.Error(), "LockTimeout")
+
+	var p Problems
+	p.Addf("first")
+	p.Merge(err)
+	p.Merge(nil)
+	var oe *OptionsError
+	require.True(t, errors.As(p.Err(), &oe))
+	require.Len(t, oe.Problems, 2, "Validate must report every problem")
+
+	for _, c := range []struct {
+		in, want time.Duration
+		err      bool
+	}{{0, time.Second, false}, {NoWait, NoWait, false}, {WaitForever, WaitForever, false}, {7, 7, false}, {-2, 0, true}} {
+		got, err := ResolveTimeout(c.in, time.Second)
+		require.Equal(t, c.err, err != nil, "%v", c.in)
+		require.Equal(t, c.want, got)
+	}
+}
+
+func TestStatusString(t *testing.T) {
+	r, _ := Closed([]byte("10"), []byte("20"))
+	s := Status{
+		Locks: []LockStatus{{CF: 1, Range: Point([]byte("b")), Mode: Shared, Holders: []TxnID{1, 2}}, {CF: 0, Range: r, Mode: Exclusive, Holders: []TxnID{3}}},
+		Waits: []WaitStatus{{Txn: 4, CF: 0, Range: Point([]byte("15")), Mode: Exclusive, Blockers: []TxnID{3}}},
+	}
+	s.Sort()
+	require.Equal(t, `locks:
+  cf 0 [10, 20] X holders=[3]
+  cf 1 [b]      S holders=[1 2]
+waits:
+  txn 4 cf 0 [15] X blockers=[3]
+`, s.String())
+}
