@@ -1,0 +1,141 @@
+package lockwait
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/manualclock"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func newW(txn txnlock.TxnID) *Waiter {
+	return New(txn, txnlock.LockRef{Range: txnlock.Point([]byte("k")), Mode: txnlock.Exclusive}, time.Time{})
+}
+
+func TestGrantWakesWaiter(t *testing.T) {
+	w := newW(1)
+	done := make(chan error)
+	go func() { done <- w.Wait(context.Background(), txnlock.WaitForever, txnlock.SystemClock{}, nil) }()
+	require.True(t, w.Grant())
+	require.NoError(t, <-done)
+	require.False(t, w.Fail(errors.New("late")), "a granted waiter cannot fail")
+	require.True(t, w.Granted())
+	require.NoError(t, w.Err())
+}
+
+func TestTimeoutFiresOnManualClock(t *testing.T) {
+	clock := manualclock.New()
+	w := newW(1)
+	done := make(chan error)
+	go func() { done <- w.Wait(context.Background(), time.Second, clock, nil) }()
+	require.Eventually(t, func() bool { return clock.Pending() == 1 }, 5*time.Second, time.Millisecond)
+	clock.Advance(999 * time.Millisecond)
+	select {
+	case err := <-done:
+		t.Fatalf("returned before the timeout: %v", err)
+	default:
+	}
+	clock.Advance(time.Millisecond)
+	require.ErrorIs(t, <-done, txnlock.ErrLockTimeout)
+	require.False(t, w.Grant(), "a failed waiter cannot be granted")
+	require.False(t, w.Active())
+}
+
+func TestContextCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := newW(1)
+	done := make(chan error)
+	go func() { done <- w.Wait(ctx, txnlock.WaitForever, txnlock.SystemClock{}, nil) }()
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+}
+
+// fakeDet fails every waiter it checks, as a detector that picked the
+// requester as the victim would.
+type fakeDet struct {
+	txnlock.Detector
+	delay  time.Duration
+	checks int
+}
+
+func (d *fakeDet) DetectDelay() time.Duration { return d.delay }
+func (d *fakeDet) Check(w txnlock.Waiter) error {
+	d.checks++
+	return &txnlock.DeadlockError{Victim: w.Txn()}
+}
+
+func TestCheckOnBlockAndAfterGrace(t *testing.T) {
+	d := &fakeDet{}
+	w := newW(4)
+	err := w.Wait(context.Background(), txnlock.WaitForever, txnlock.SystemClock{}, d)
+	require.ErrorIs(t, err, txnlock.ErrDeadlock)
+	require.Equal(t, 1, d.checks)
+
+	clock := manualclock.New()
+	d = &fakeDet{delay: 10 * time.Millisecond}
+	w = newW(5)
+	done := make(chan error)
+	go func() { done <- w.Wait(context.Background(), time.Hour, clock, d) }()
+	require.Eventually(t, func() bool { return clock.Pending() == 2 }, 5*time.Second, time.Millisecond)
+	clock.Advance(10 * time.Millisecond)
+	require.ErrorIs(t, <-done, txnlock.ErrDeadlock)
+	require.Equal(t, 1, d.checks)
+
+	d = &fakeDet{delay: -1}
+	w = newW(6)
+	go func() { done <- w.Wait(context.Background(), txnlock.WaitForever, clock, d) }()
+	w.Grant()
+	require.NoError(t, <-done)
+	require.Equal(t, 0, d.checks, "a negative delay never checks")
+}
+
+// TestGrantFailRace: exactly one of Grant and Fail wins, and Wait reports
+// the winner.
+func TestGrantFailRace(t *testing.T) {
+	for range 2000 {
+		w := newW(1)
+		var wg sync.WaitGroup
+		var granted, failed bool
+		wg.Add(2)
+		go func() { defer wg.Done(); granted = w.Grant() }()
+		go func() { defer wg.Done(); failed = w.Fail(txnlock.ErrLockTimeout) }()
+		wg.Wait()
+		require.NotEqual(t, granted, failed)
+		err := w.Wait(context.Background(), txnlock.WaitForever, txnlock.SystemClock{}, nil)
+		require.Equal(t, failed, err != nil)
+	}
+}
+
+func TestQueue(t *testing.T) {
+	var q Queue
+	a, b, c, u := newW(1), newW(2), newW(3), newW(4)
+	q.PushBack(a)
+	q.PushBack(b)
+	q.PushBack(c)
+	q.InsertBefore(u, a)
+	order := func() (ids []txnlock.TxnID) {
+		for w := q.Front(); w != nil; w = w.Next() {
+			ids = append(ids, w.Txn())
+		}
+		return ids
+	}
+	require.Equal(t, []txnlock.TxnID{4, 1, 2, 3}, order())
+	q.Remove(b)
+	q.Remove(b) // no-op
+	require.Equal(t, []txnlock.TxnID{4, 1, 3}, order())
+	require.Equal(t, 3, q.Len())
+	q.Remove(u)
+	q.Remove(c)
+	require.Equal(t, []txnlock.TxnID{1}, order())
+	require.Nil(t, a.Prev())
+	q.InsertBefore(b, nil)
+	require.Equal(t, []txnlock.TxnID{1, 2}, order())
+	require.True(t, b.Queued())
+}
