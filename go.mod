@@ -1,6 +1,6 @@
 module github.com/txnlock/txnlock
 
-go 1.26
+go 1.26.0
 require (
 	github.com/cockroachdb/datadriven v1.0.3
 	github.com/cockroachdb/pebble/v2 v2.1.7
