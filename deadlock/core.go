@@ -1,0 +1,242 @@
+package deadlock
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/txnlock/txnlock"
+)
+
+// Stats are the detector's counters since it was created.
+type Stats struct {
+	Searches         uint64 // on-block searches run
+	Steps            uint64 // edges followed by on-block searches and background passes
+	Trips            uint64 // on-block searches cut short by a limit
+	Deadlocks        uint64 // cycles broken (a victim chosen)
+	Assumed          uint64 // trips reported as deadlocks (Breaker AssumeDeadlock)
+	Deferred         uint64 // trips handed to the background pass (Breaker Defer)
+	BackgroundPasses uint64 // background passes run
+	// FalsePositivesAvoided counts cycles a background pass found in its
+	// snapshot that were gone from the live graph when it re-checked them.
+	FalsePositivesAvoided uint64
+	Waits                 int // waits recorded now
+}
+
+// String renders the counters on one line.
+func (s Stats) String() string {
+	return fmt.Sprintf("searches=%d steps=%d trips=%d deadlocks=%d assumed=%d deferred=%d background_passes=%d false_positives_avoided=%d waits=%d",
+		s.Searches, s.Steps, s.Trips, s.Deadlocks, s.Assumed, s.Deferred, s.BackgroundPasses, s.FalsePositivesAvoided, s.Waits)
+}
+
+// core is the deterministic heart of the detector: the live graph, the
+// counters and the history, with every decision made by a plain method
+// call that returns what to do. It has no lock, starts no goroutine and
+// reads time only from opts.Clock. Detector wraps it with a mutex.
+type core struct {
+	opts    Options
+	g       graph
+	hist    history
+	stats   Stats
+	stack   []frame // reused by every search
+	rootBuf [1]*edge
+}
+
+// decision is what the wrapper must do after the core decided, outside
+// its mutex.
+type decision struct {
+	err      error       // for the requester of Check, or nil
+	victims  []victimErr // other waiters to fail
+	report   *txnlock.DeadlockError
+	deferred bool // wake the background pass
+}
+
+type victimErr struct {
+	w   txnlock.Waiter
+	err error
+}
+
+func newCore(opts Options) core {
+	return core{opts: opts, g: newGraph(), hist: newHistory(opts.HistorySize)}
+}
+
+func (c *core) limits() limits {
+	return limits{depth: c.opts.MaxDepth, steps: c.opts.MaxSteps, time: c.opts.MaxSearchTime, clock: c.opts.Clock}
+}
+
+// check is the on-block search from w's wait.
+func (c *core) check(w txnlock.Waiter) decision {
+	e := c.g.edges[w]
+	if e == nil {
+		return decision{} // already unblocked, or failed as a victim
+	}
+	c.stats.Searches++
+	c.rootBuf[0] = e
+	res := c.g.walk(&c.stack, c.g.txns[e.txn], c.rootBuf[:], e.txn, c.limits(), true)
+	c.rootBuf[0] = nil
+	c.stats.Steps += uint64(res.steps)
+	switch {
+	case res.cycle != nil:
+		return c.breakCycle(res.cycle, e)
+	case res.trip == "":
+		return decision{}
+	}
+	c.stats.Trips++
+	if c.opts.Breaker == Defer {
+		c.stats.Deferred++
+		return decision{deferred: true}
+	}
+	c.stats.Assumed++
+	err := &txnlock.DeadlockError{
+		Victim:        e.txn,
+		LimitExceeded: true,
+		Limit:         res.trip,
+		Path:          entries(res.path),
+		Time:          c.opts.Clock.Now(),
+	}
+	c.g.removeEdge(e)
+	c.hist.add(err)
+	return decision{err: err, report: err}
+}
+
+// breakCycle chooses a victim among the waits of cycle, removes its wait
+// from the graph (so that no other search breaks the same cycle again) and
+// says whom to fail. requester is the wait whose Check found the cycle, or
+// nil in a background pass.
+func (c *core) breakCycle(cycle []*edge, requester *edge) decision {
+	v := c.chooseVictim(cycle, requester)
+	err := &txnlock.DeadlockError{Victim: v.txn, Cycle: entries(cycle), Time: c.opts.Clock.Now()}
+	c.g.removeEdge(v)
+	c.hist.add(err)
+	c.stats.Deadlocks++
+	d := decision{report: err}
+	if v == requester {
+		d.err = err
+	} else {
+		d.victims = []victimErr{{v.waiter, err}}
+	}
+	return d
+}
+
+// entries renders waits for a report.
+func entries(es []*edge) []txnlock.CycleEntry {
+	out := make([]txnlock.CycleEntry, len(es))
+	for i, e := range es {
+		out[i] = txnlock.CycleEntry{
+			Txn:       e.txn,
+			Lock:      e.lock,
+			Holders:   append([]txnlock.TxnID(nil), e.res.blockers...),
+			LocksHeld: e.locksHeld,
+			Since:     e.since,
+		}
+	}
+	return out
+}
+
+// resolve re-checks a cycle found in a snapshot against the live graph and
+// breaks it if it is still there. It returns the snapshot wait to drop
+// before the pass searches its snapshot again: the victim's, or the first
+// wait that is gone or no longer blocked by the next member.
+func (c *core) resolve(cycle []*edge) (decision, *edge) {
+	live := make([]*edge, len(cycle))
+	for i, s := range cycle {
+		next := cycle[(i+1)%len(cycle)].txn
+		l := c.g.edges[s.waiter]
+		if l == nil || l.res.id != s.res.id || next == l.txn || !l.res.blocks(next) {
+			c.stats.FalsePositivesAvoided++
+			return decision{}, s
+		}
+		live[i] = l
+	}
+	d := c.breakCycle(live, nil)
+	for i, l := range live {
+		if l.txn == d.report.Victim && c.g.edges[l.waiter] == nil {
+			return d, cycle[i]
+		}
+	}
+	return d, cycle[0]
+}
+
+// backgroundPass searches a snapshot for cycles, breaking each one that is
+// still live, until the snapshot has none left or maxCycles were handled.
+// resolve is given by the caller so that the wrapper takes its mutex
+// around it only; the search itself runs outside the mutex. more reports
+// that maxCycles were handled and another pass should follow.
+func backgroundPass(snap *graph, stack *[]frame, maxCycles int, resolve func([]*edge) *edge) (steps int, more bool) {
+	for range maxCycles {
+		cycle, n := snap.findCycle(stack)
+		steps += n
+		if cycle == nil {
+			return steps, false
+		}
+		snap.removeEdge(snap.edges[resolve(cycle).waiter])
+	}
+	return steps, true
+}
+
+// chooseVictim applies the victim policy; ties go to the youngest
+// transaction, then to the newest wait.
+func (c *core) chooseVictim(cycle []*edge, requester *edge) *edge {
+	closer := requester
+	if closer == nil {
+		for _, e := range cycle {
+			if closer == nil || e.seq > closer.seq {
+				closer = e
+			}
+		}
+	}
+	prio := func(e *edge) int64 {
+		if c.opts.Priority == nil {
+			return 0
+		}
+		return c.opts.Priority(e.txn)
+	}
+	// better reports whether a is a better victim than b.
+	var better func(a, b *edge) bool
+	switch c.opts.Victim {
+	case VictimRequester:
+		return closer
+	case VictimYoungest:
+		better = func(a, b *edge) bool {
+			if pa, pb := prio(a), prio(b); pa != pb {
+				return pa < pb
+			}
+			return a.txn > b.txn
+		}
+	case VictimFewestLocks:
+		better = func(a, b *edge) bool {
+			if a.locksHeld != b.locksHeld {
+				return a.locksHeld < b.locksHeld
+			}
+			return a.txn > b.txn
+		}
+	case VictimPriority:
+		better = func(a, b *edge) bool {
+			if pa, pb := prio(a), prio(b); pa != pb {
+				return pa < pb
+			}
+			if (a == closer) != (b == closer) {
+				return a == closer
+			}
+			return a.txn > b.txn
+		}
+	}
+	v := cycle[0]
+	for _, e := range cycle[1:] {
+		if better(e, v) || (!better(v, e) && e.seq > v.seq) {
+			v = e
+		}
+	}
+	return v
+}
+
+// describe renders the graph for scenario tests: each wait in txn order.
+func (g *graph) describe() string {
+	var sb strings.Builder
+	for _, n := range g.roots() {
+		for _, e := range n.waits {
+			fmt.Fprintf(&sb, "%v waits for %v (resource %d, blockers %v)\n", n.id, e.lock, e.res.id, e.res.blockers)
+		}
+	}
+	return sb.String()
+}
+

@@ -1,0 +1,389 @@
+package deadlock
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+	"github.com/stretchr/testify/require"
+	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/manualclock"
+)
+
+// TestScenarios runs the scenario files in testdata/ against a Detector
+// whose background goroutine is not started: a background pass runs only
+// when a scenario says "background", and time moves only with "advance"
+// (or by "tick" per clock read, to make a search run out of time).
+//
+// Commands:
+//
+//	new [mode=..] [depth=N] [steps=N] [time=D] [breaker=defer|assume]
+//	    [victim=requester|youngest|fewest-locks|priority] [prio=(1:5,..)]
+//	    [history=N] [tick=D]
+//	block txn=T res=R [key=K] [mode=S|X] [cf=N] [locks=N] [w=NAME]
+//	blockers res=R txns=(T,..)
+//	unblock txn=T [w=NAME]       drop res=R
+//	check txn=T [w=NAME]         background
+//	chain from=T n=N [cycle]     queue res=R from=T n=N
+//	advance D    history [report]    report    stats    graph
+type scenario struct {
+	t     *testing.T
+	clock *steppingClock
+	d     *Detector
+	res   map[string]txnlock.ResourceID
+	// waiters by name ("t1" unless a block says w=...), and the names in
+	// creation order so that failures print in a stable order.
+	waiters map[string]*fakeWaiter
+	order   []string
+	lastErr *txnlock.DeadlockError
+}
+
+// fakeWaiter is a txnlock.Waiter that remembers the error it was failed
+// with. Scenario tests are single-goroutine.
+type fakeWaiter struct {
+	name     string
+	txn      txnlock.TxnID
+	err      error
+	reported bool
+}
+
+func (w *fakeWaiter) Txn() txnlock.TxnID { return w.txn }
+
+func (w *fakeWaiter) Fail(err error) bool {
+	if w.err != nil {
+		return false
+	}
+	w.err = err
+	return true
+}
+
+// steppingClock is a manual clock that can also advance by tick on every
+// Now, so that a search sees time pass while it runs.
+type steppingClock struct {
+	*manualclock.Clock
+	tick time.Duration
+}
+
+func (c *steppingClock) Now() time.Time {
+	if c.tick > 0 {
+		c.Advance(c.tick)
+	}
+	return c.Clock.Now()
+}
+
+func TestScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		s := &scenario{t: t}
+		s.reset(Options{})
+		defer func() { require.NoError(t, s.d.Close()) }()
+		datadriven.RunTest(t, path, s.run)
+	})
+}
+
+func (s *scenario) reset(opts Options) {
+	if s.d != nil {
+		require.NoError(s.t, s.d.Close())
+	}
+	s.clock = &steppingClock{Clock: manualclock.New(), tick: s.clock.tickOr0()}
+	opts.Clock = s.clock
+	d, err := newDetector(opts, false)
+	require.NoError(s.t, err)
+	s.d = d
+	s.res = map[string]txnlock.ResourceID{}
+	s.waiters = map[string]*fakeWaiter{}
+	s.order = nil
+	s.lastErr = nil
+}
+
+func (c *steppingClock) tickOr0() time.Duration {
+	if c == nil {
+		return 0
+	}
+	return c.tick
+}
+
+func (s *scenario) resource(name string) txnlock.ResourceID {
+	id, ok := s.res[name]
+	if !ok {
+		id = s.d.NewResource()
+		s.res[name] = id
+	}
+	return id
+}
+
+func scanTxn(t *testing.T, d *datadriven.TestData) txnlock.TxnID {
+	var n uint64
+	d.ScanArgs(t, "txn", &n)
+	return txnlock.TxnID(n)
+}
+
+func waiterName(t *testing.T, d *datadriven.TestData, txn txnlock.TxnID) string {
+	name := fmt.Sprintf("t%d", uint64(txn))
+	d.MaybeScanArgs(t, "w", &name)
+	return name
+}
+
+// argList returns the values of key, split on commas as well.
+func argList(d *datadriven.TestData, key string) []string {
+	arg, ok := d.Arg(key)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, v := range arg.Vals {
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
+	s.t = t
+	var out strings.Builder
+	switch d.Cmd {
+	case "new":
+		s.cmdNew(t, d)
+	case "block":
+		txn := scanTxn(t, d)
+		var res string
+		d.ScanArgs(t, "res", &res)
+		key, mode, cf, locks := res, "X", 0, 0
+		d.MaybeScanArgs(t, "key", &key)
+		d.MaybeScanArgs(t, "mode", &mode)
+		d.MaybeScanArgs(t, "cf", &cf)
+		d.MaybeScanArgs(t, "locks", &locks)
+		s.block(waiterName(t, d, txn), txn, res, key, mode, cf, locks)
+	case "blockers":
+		var res string
+		d.ScanArgs(t, "res", &res)
+		var txns []txnlock.TxnID
+		for _, v := range argList(d, "txns") {
+			n, err := strconv.ParseUint(v, 10, 64)
+			require.NoError(t, err)
+			txns = append(txns, txnlock.TxnID(n))
+		}
+		s.d.SetBlockers(s.resource(res), txns)
+	case "unblock":
+		txn := scanTxn(t, d)
+		w := s.waiters[waiterName(t, d, txn)]
+		require.NotNil(t, w, "unknown waiter")
+		s.d.Unblock(w)
+	case "drop":
+		var res string
+		d.ScanArgs(t, "res", &res)
+		s.d.DropResource(s.resource(res))
+	case "check":
+		txn := scanTxn(t, d)
+		w := s.waiters[waiterName(t, d, txn)]
+		require.NotNil(t, w, "unknown waiter")
+		before := s.d.Stats()
+		err := s.d.Check(w)
+		if err != nil {
+			// What lockwait.Waiter.Wait does with a Check error.
+			w.Fail(err)
+			w.reported = true
+			fmt.Fprintf(&out, "%s: %v\n", w.name, err)
+			s.lastErr = asDeadlock(t, err)
+		} else {
+			fmt.Fprintf(&out, "%s: waits\n", w.name)
+		}
+		s.printChange(&out, before)
+	case "background":
+		before := s.d.Stats()
+		s.d.backgroundPass()
+		s.printChange(&out, before)
+	case "chain":
+		s.cmdChain(t, d)
+	case "queue":
+		s.cmdQueue(t, d, &out)
+	case "advance":
+		dur, err := time.ParseDuration(d.CmdArgs[0].Key)
+		require.NoError(t, err)
+		s.clock.Advance(dur)
+	case "history":
+		for i, e := range s.d.History() {
+			fmt.Fprintf(&out, "%d: %s %v\n", i+1, e.Time.Format("15:04:05.000"), e)
+			if d.HasArg("report") {
+				out.WriteString(e.Report())
+			}
+		}
+	case "report":
+		require.NotNil(t, s.lastErr, "no deadlock yet")
+		out.WriteString(s.lastErr.Report())
+	case "stats":
+		fmt.Fprintln(&out, s.d.Stats())
+	case "graph":
+		s.d.mu.Lock()
+		out.WriteString(s.d.mu.c.g.describe())
+		s.d.mu.Unlock()
+	default:
+		t.Fatalf("unknown command %q", d.Cmd)
+	}
+	if out.Len() == 0 {
+		return "ok\n"
+	}
+	return out.String()
+}
+
+func asDeadlock(t *testing.T, err error) *txnlock.DeadlockError {
+	de, ok := err.(*txnlock.DeadlockError)
+	require.True(t, ok, "want a *DeadlockError, got %T", err)
+	require.ErrorIs(t, err, txnlock.ErrDeadlock)
+	return de
+}
+
+func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, cf, locks int) *fakeWaiter {
+	m := txnlock.Exclusive
+	if mode == "S" {
+		m = txnlock.Shared
+	}
+	w := &fakeWaiter{name: name, txn: txn}
+	if _, ok := s.waiters[name]; !ok {
+		s.order = append(s.order, name)
+	}
+	s.waiters[name] = w
+	s.d.Block(txnlock.WaitEdge{
+		Waiter:    w,
+		Resource:  s.resource(res),
+		Lock:      txnlock.LockRef{CF: txnlock.ColumnFamily(cf), Range: txnlock.Point([]byte(key)), Mode: m},
+		LocksHeld: locks,
+		Since:     s.clock.Clock.Now(),
+	})
+	return w
+}
+
+// printChange prints the waiters failed since the last command, and the
+// counters that moved.
+func (s *scenario) printChange(out *strings.Builder, before Stats) {
+	for _, name := range s.order {
+		w := s.waiters[name]
+		if w.err != nil && !w.reported {
+			w.reported = true
+			fmt.Fprintf(out, "failed %s: %v\n", name, w.err)
+			s.lastErr = asDeadlock(s.t, w.err)
+		}
+	}
+	after := s.d.Stats()
+	var moved []string
+	add := func(name string, a, b uint64) {
+		if a != b {
+			moved = append(moved, fmt.Sprintf("%s+%d", name, b-a))
+		}
+	}
+	add("trips", before.Trips, after.Trips)
+	add("deferred", before.Deferred, after.Deferred)
+	add("assumed", before.Assumed, after.Assumed)
+	add("deadlocks", before.Deadlocks, after.Deadlocks)
+	add("false_positives_avoided", before.FalsePositivesAvoided, after.FalsePositivesAvoided)
+	if len(moved) > 0 {
+		fmt.Fprintf(out, "stats: %s\n", strings.Join(moved, " "))
+	}
+}
+
+func (s *scenario) cmdNew(t *testing.T, d *datadriven.TestData) {
+	var o Options
+	if d.HasArg("mode") {
+		var m string
+		d.ScanArgs(t, "mode", &m)
+		o.Mode = map[string]Mode{"on-block": OnBlock, "background": Background, "off": Off}[m]
+	}
+	d.MaybeScanArgs(t, "depth", &o.MaxDepth)
+	d.MaybeScanArgs(t, "steps", &o.MaxSteps)
+	d.MaybeScanArgs(t, "history", &o.HistorySize)
+	var dur string
+	if d.MaybeScanArgs(t, "time", &dur) {
+		v, err := time.ParseDuration(dur)
+		require.NoError(t, err)
+		o.MaxSearchTime = v
+	}
+	var tick time.Duration
+	if d.MaybeScanArgs(t, "tick", &dur) {
+		v, err := time.ParseDuration(dur)
+		require.NoError(t, err)
+		tick = v
+	}
+	var b string
+	if d.MaybeScanArgs(t, "breaker", &b) {
+		o.Breaker = map[string]Breaker{"defer": Defer, "assume": AssumeDeadlock}[b]
+	}
+	var v string
+	if d.MaybeScanArgs(t, "victim", &v) {
+		p, ok := map[string]Victim{"requester": VictimRequester, "youngest": VictimYoungest,
+			"fewest-locks": VictimFewestLocks, "priority": VictimPriority}[v]
+		require.True(t, ok, "unknown victim %q", v)
+		o.Victim = p
+	}
+	if list := argList(d, "prio"); list != nil {
+		prio := map[txnlock.TxnID]int64{}
+		for _, kv := range list {
+			k, val, ok := strings.Cut(kv, ":")
+			require.True(t, ok, "prio wants txn:priority")
+			id, err := strconv.ParseUint(k, 10, 64)
+			require.NoError(t, err)
+			p, err := strconv.ParseInt(val, 10, 64)
+			require.NoError(t, err)
+			prio[txnlock.TxnID(id)] = p
+		}
+		o.Priority = func(id txnlock.TxnID) int64 { return prio[id] }
+	}
+	s.clock = nil
+	s.reset(o)
+	s.clock.tick = tick
+}
+
+// cmdChain makes txns from..from+n-1 each wait for a resource held by the
+// next (resources c<i>); with "cycle" the last waits for the first.
+// The waits are made without checks.
+func (s *scenario) cmdChain(t *testing.T, d *datadriven.TestData) {
+	var from, n int
+	d.ScanArgs(t, "from", &from)
+	d.ScanArgs(t, "n", &n)
+	for i := range n {
+		txn := txnlock.TxnID(from + i)
+		res := fmt.Sprintf("c%d", from+i)
+		s.block(fmt.Sprintf("t%d", from+i), txn, res, res, "X", 0, 1)
+		next := txnlock.TxnID(from + i + 1)
+		if i == n-1 {
+			if !d.HasArg("cycle") {
+				continue
+			}
+			next = txnlock.TxnID(from)
+		}
+		s.d.SetBlockers(s.resource(res), []txnlock.TxnID{next})
+	}
+}
+
+// cmdQueue queues txns from..from+n-1 on res, each blocked and checked as
+// a manager would, and prints how many were failed and what the searches
+// cost.
+func (s *scenario) cmdQueue(t *testing.T, d *datadriven.TestData, out *strings.Builder) {
+	var from, n int
+	var res string
+	d.ScanArgs(t, "res", &res)
+	d.ScanArgs(t, "from", &from)
+	d.ScanArgs(t, "n", &n)
+	before := s.d.Stats()
+	failed := 0
+	maxSteps := uint64(0)
+	for i := range n {
+		txn := txnlock.TxnID(from + i)
+		w := s.block(fmt.Sprintf("t%d", from+i), txn, res, res, "X", 0, 0)
+		st := s.d.Stats().Steps
+		if err := s.d.Check(w); err != nil {
+			failed++
+		}
+		maxSteps = max(maxSteps, s.d.Stats().Steps-st)
+	}
+	after := s.d.Stats()
+	fmt.Fprintf(out, "queued %d: failed=%d searches=%d trips=%d deadlocks=%d max_steps_per_search=%d\n",
+		n, failed, after.Searches-before.Searches, after.Trips-before.Trips, after.Deadlocks-before.Deadlocks, maxSteps)
+	for _, name := range s.order {
+		s.waiters[name].reported = s.waiters[name].err != nil
+	}
+}

@@ -1,0 +1,239 @@
+package deadlock
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/txnlock/txnlock"
+)
+
+// maxCyclesPerPass bounds the cycles one background pass breaks before it
+// takes a fresh snapshot (each costs a search of the snapshot).
+const maxCyclesPerPass = 64
+
+// Detector is a deadlock detector shared by any number of lock managers
+// (txnlock.Detector). It is safe for concurrent use.
+//
+// Lock order: a manager's locks, then Detector.mu. The detector never
+// calls a manager, and calls Waiter.Fail and Options.OnDeadlock with mu
+// released.
+type Detector struct {
+	opts    Options
+	nextRes atomic.Uint64
+
+	// kick wakes the background goroutine (capacity 1: kicks coalesce).
+	kick      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+
+	mu struct {
+		sync.Mutex
+		// c is the graph, counters and history.
+		c core
+	}
+
+	// passMu serializes background passes (the goroutine's and those a
+	// test runs by hand) and guards passStack.
+	passMu    sync.Mutex
+	passStack []frame
+}
+
+var _ txnlock.Detector = (*Detector)(nil)
+
+// New returns a Detector, and starts its background goroutine unless
+// opts.Mode is Off. Close stops it.
+func New(opts Options) (*Detector, error) {
+	return newDetector(opts, true)
+}
+
+func newDetector(opts Options, goroutine bool) (*Detector, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	d := &Detector{
+		opts: opts,
+		kick: make(chan struct{}, 1),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	d.mu.c = newCore(opts)
+	if goroutine && opts.Mode != Off {
+		go d.run()
+	} else {
+		close(d.done)
+	}
+	return d, nil
+}
+
+// Options returns the options in use (defaults filled in).
+func (d *Detector) Options() Options { return d.opts }
+
+// NewResource returns a fresh resource id (txnlock.Detector).
+func (d *Detector) NewResource() txnlock.ResourceID {
+	return txnlock.ResourceID(d.nextRes.Add(1))
+}
+
+// Block records that e.Waiter waits for e.Resource (txnlock.Detector).
+func (d *Detector) Block(e txnlock.WaitEdge) {
+	if d.opts.Mode == Off {
+		return
+	}
+	d.mu.Lock()
+	d.mu.c.g.block(e)
+	d.mu.Unlock()
+}
+
+// Unblock forgets w's wait; a no-op if the detector does not know it
+// (txnlock.Detector).
+func (d *Detector) Unblock(w txnlock.Waiter) {
+	if d.opts.Mode == Off {
+		return
+	}
+	d.mu.Lock()
+	d.mu.c.g.unblock(w)
+	d.mu.Unlock()
+}
+
+// SetBlockers replaces the blockers of r (txnlock.Detector).
+func (d *Detector) SetBlockers(r txnlock.ResourceID, blockers []txnlock.TxnID) {
+	if d.opts.Mode == Off {
+		return
+	}
+	d.mu.Lock()
+	d.mu.c.g.setBlockers(r, blockers)
+	d.mu.Unlock()
+}
+
+// DropResource forgets r (txnlock.Detector).
+func (d *Detector) DropResource(r txnlock.ResourceID) {
+	if d.opts.Mode == Off {
+		return
+	}
+	d.mu.Lock()
+	d.mu.c.g.dropResource(r)
+	d.mu.Unlock()
+}
+
+// DetectDelay is Options.DetectDelay, or -1 (never check) in Off mode
+// (txnlock.Detector).
+func (d *Detector) DetectDelay() time.Duration {
+	if d.opts.Mode == Off {
+		return -1
+	}
+	return d.opts.DetectDelay
+}
+
+// Check searches for a cycle through w's wait (OnBlock), or wakes the
+// background pass (Background). It returns the *txnlock.DeadlockError if
+// w must give up; other victims are failed here (txnlock.Detector).
+func (d *Detector) Check(w txnlock.Waiter) error {
+	switch d.opts.Mode {
+	case Off:
+		return nil
+	case Background:
+		d.wake()
+		return nil
+	}
+	d.mu.Lock()
+	dec := d.mu.c.check(w)
+	d.mu.Unlock()
+	d.apply(dec)
+	return dec.err
+}
+
+// apply carries out a decision with mu released.
+func (d *Detector) apply(dec decision) {
+	for _, v := range dec.victims {
+		v.w.Fail(v.err)
+	}
+	if dec.deferred {
+		d.wake()
+	}
+	if dec.report != nil && d.opts.OnDeadlock != nil {
+		d.opts.OnDeadlock(dec.report)
+	}
+}
+
+func (d *Detector) wake() {
+	select {
+	case d.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Stats returns the counters.
+func (d *Detector) Stats() Stats {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s := d.mu.c.stats
+	s.Waits = len(d.mu.c.g.edges)
+	return s
+}
+
+// History returns copies of the most recent deadlocks (Options.HistorySize
+// of them), oldest first.
+func (d *Detector) History() []*txnlock.DeadlockError {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.mu.c.hist.list()
+}
+
+// Close stops the background goroutine and waits for it. The detector
+// keeps working on-block; a search deferred after Close is left to the
+// waiter's timeout. Calling Close again is harmless.
+func (d *Detector) Close() error {
+	d.closeOnce.Do(func() { close(d.stop) })
+	<-d.done
+	return nil
+}
+
+// run is the background goroutine: a pass when kicked (a deferred search,
+// or a new wait in Background mode) and every BackgroundInterval.
+func (d *Detector) run() {
+	defer close(d.done)
+	for {
+		t := d.opts.Clock.NewTimer(d.opts.BackgroundInterval)
+		select {
+		case <-d.stop:
+			t.Stop()
+			return
+		case <-d.kick:
+			t.Stop()
+		case <-t.C():
+		}
+		d.backgroundPass()
+	}
+}
+
+// backgroundPass takes a snapshot of the graph under mu, searches it with
+// mu released and without limits, and breaks each cycle it finds that is
+// still in the live graph.
+func (d *Detector) backgroundPass() {
+	d.passMu.Lock()
+	defer d.passMu.Unlock()
+	d.mu.Lock()
+	d.mu.c.stats.BackgroundPasses++
+	if len(d.mu.c.g.edges) == 0 {
+		d.mu.Unlock()
+		return
+	}
+	snap := d.mu.c.g.snapshot()
+	d.mu.Unlock()
+
+	steps, more := backgroundPass(snap, &d.passStack, maxCyclesPerPass, func(cycle []*edge) *edge {
+		d.mu.Lock()
+		dec, drop := d.mu.c.resolve(cycle)
+		d.mu.Unlock()
+		d.apply(dec)
+		return drop
+	})
+	d.mu.Lock()
+	d.mu.c.stats.Steps += uint64(steps)
+	d.mu.Unlock()
+	if more {
+		d.wake()
+	}
+}

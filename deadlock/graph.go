@@ -1,0 +1,208 @@
+package deadlock
+
+import (
+	"slices"
+	"time"
+
+	"github.com/txnlock/txnlock"
+)
+
+// graph is the waits-for graph: waiting transactions, the resources they
+// wait for, and who blocks each resource. It is a plain data structure: no
+// lock, no clock, no goroutine. The live graph is guarded by
+// Detector.mu; a snapshot belongs to the background pass that took it.
+type graph struct {
+	txns  map[txnlock.TxnID]*txnNode
+	edges map[txnlock.Waiter]*edge
+	res   map[txnlock.ResourceID]*resource
+	// seq numbers waits in the order they began (the newest wait of a
+	// cycle is the one that closed it).
+	seq uint64
+	// epoch stamps the nodes one search has visited, so that a search
+	// needs no visited set of its own and no clearing.
+	epoch uint64
+}
+
+// edge is one wait: txn waits for res.
+type edge struct {
+	waiter    txnlock.Waiter
+	txn       txnlock.TxnID
+	res       *resource
+	lock      txnlock.LockRef
+	locksHeld int
+	since     time.Time
+	seq       uint64
+}
+
+// txnNode is a transaction with at least one wait.
+type txnNode struct {
+	id    txnlock.TxnID
+	waits []*edge // usually one; a transaction may wait in several places
+	// Search state: mark == graph.epoch when visited by the current
+	// search, onStack while it is on the search path.
+	mark    uint64
+	onStack bool
+}
+
+// resource is a lock with waiters, and the transactions that block it.
+type resource struct {
+	id txnlock.ResourceID
+	// blockers is sorted and never changed in place (SetBlockers installs
+	// a new slice), so a snapshot may share it.
+	blockers []txnlock.TxnID
+	waits    int  // edges pointing here
+	dropped  bool // DropResource came while waits > 0: forget it at zero
+	// Search state of the resource's shared view (reached from a waiter
+	// that is not among the blockers), as in txnNode.
+	mark    uint64
+	onStack bool
+}
+
+// blocks reports whether txn is among r's blockers (an upgrading holder
+// waiting for its own lock).
+func (r *resource) blocks(txn txnlock.TxnID) bool {
+	_, ok := slices.BinarySearch(r.blockers, txn)
+	return ok
+}
+
+func newGraph() graph {
+	return graph{
+		txns:  make(map[txnlock.TxnID]*txnNode),
+		edges: make(map[txnlock.Waiter]*edge),
+		res:   make(map[txnlock.ResourceID]*resource),
+	}
+}
+
+func (g *graph) resource(id txnlock.ResourceID) *resource {
+	r := g.res[id]
+	if r != nil {
+		r.dropped = false
+	}
+	if r == nil {
+		r = &resource{id: id}
+		g.res[id] = r
+	}
+	return r
+}
+
+// block records e. A second Block of the same waiter replaces its wait.
+func (g *graph) block(e txnlock.WaitEdge) {
+	if e.Waiter == nil {
+		return
+	}
+	g.unblock(e.Waiter)
+	g.seq++
+	ed := &edge{
+		waiter:    e.Waiter,
+		txn:       e.Waiter.Txn(),
+		res:       g.resource(e.Resource),
+		lock:      e.Lock,
+		locksHeld: e.LocksHeld,
+		since:     e.Since,
+		seq:       g.seq,
+	}
+	g.edges[e.Waiter] = ed
+	ed.res.waits++
+	n := g.txns[ed.txn]
+	if n == nil {
+		n = &txnNode{id: ed.txn}
+		g.txns[ed.txn] = n
+	}
+	n.waits = append(n.waits, ed)
+}
+
+// unblock removes w's wait; a no-op for an unknown waiter.
+func (g *graph) unblock(w txnlock.Waiter) *edge {
+	e := g.edges[w]
+	if e == nil {
+		return nil
+	}
+	g.removeEdge(e)
+	return e
+}
+
+func (g *graph) removeEdge(e *edge) {
+	delete(g.edges, e.waiter)
+	r := e.res
+	r.waits--
+	if r.waits == 0 && r.dropped && g.res[r.id] == r {
+		delete(g.res, r.id)
+	}
+	n := g.txns[e.txn]
+	if n == nil {
+		return
+	}
+	if i := slices.Index(n.waits, e); i >= 0 {
+		n.waits = slices.Delete(n.waits, i, i+1)
+	}
+	if len(n.waits) == 0 {
+		delete(g.txns, e.txn)
+	}
+}
+
+// setBlockers installs a sorted copy of blockers, without duplicates.
+func (g *graph) setBlockers(id txnlock.ResourceID, blockers []txnlock.TxnID) {
+	b := slices.Clone(blockers)
+	slices.Sort(b)
+	g.resource(id).blockers = slices.Compact(b)
+}
+
+// dropResource forgets id, at once if no wait points at it, else when the
+// last one goes: a manager drops a resource after its last waiter left, so
+// a wait still recorded is one the manager has yet to Unblock.
+func (g *graph) dropResource(id txnlock.ResourceID) {
+	r := g.res[id]
+	switch {
+	case r == nil:
+	case r.waits == 0:
+		delete(g.res, id)
+	default:
+		r.dropped = true
+	}
+}
+
+// snapshot copies the waits and the resources they point at. Blocker
+// slices are shared (they are never changed in place).
+func (g *graph) snapshot() *graph {
+	s := &graph{
+		txns:  make(map[txnlock.TxnID]*txnNode, len(g.txns)),
+		edges: make(map[txnlock.Waiter]*edge, len(g.edges)),
+		res:   make(map[txnlock.ResourceID]*resource),
+		seq:   g.seq,
+	}
+	for id, n := range g.txns {
+		sn := &txnNode{id: id, waits: make([]*edge, len(n.waits))}
+		for i, e := range n.waits {
+			se := *e
+			r := s.res[e.res.id]
+			if r == nil {
+				r = &resource{id: e.res.id, blockers: e.res.blockers, waits: e.res.waits}
+				s.res[r.id] = r
+			}
+			se.res = r
+			sn.waits[i] = &se
+			s.edges[se.waiter] = &se
+		}
+		s.txns[id] = sn
+	}
+	return s
+}
+
+// roots returns the waiting transactions in id order, so that a full
+// search is deterministic.
+func (g *graph) roots() []*txnNode {
+	out := make([]*txnNode, 0, len(g.txns))
+	for _, n := range g.txns {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b *txnNode) int {
+		switch {
+		case a.id < b.id:
+			return -1
+		case a.id > b.id:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
