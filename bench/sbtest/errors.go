@@ -1,0 +1,27 @@
+package sbtest
+
+import (
+	"errors"
+
+	"github.com/txnlock/txnlock/pebbletxn"
+)
+
+// Errors; test with errors.Is. Lock failures come through from the manager
+// unchanged (txnlock.ErrDeadlock, txnlock.ErrLockTimeout, ...).
+var (
+	// ErrDuplicateKey: an insert of an id that exists.
+	ErrDuplicateKey = errors.New("sbtest: duplicate key")
+	// ErrUnknownTable: a table number outside 1..Tables.
+	ErrUnknownTable = errors.New("sbtest: unknown table")
+	// ErrValueTooLong: c longer than 120 bytes or pad longer than 60.
+	ErrValueTooLong = errors.New("sbtest: value too long")
+	// ErrTxnDone: a statement after Commit or Rollback.
+	ErrTxnDone = pebbletxn.ErrTxnDone
+	// ErrClosed: a call on a closed DB (errors.Is txnlock.ErrClosed too).
+	ErrClosed = pebbletxn.ErrClosed
+	// ErrNotEmpty: Prepare of a table that already has rows.
+	ErrNotEmpty = errors.New("sbtest: table not empty")
+	// ErrInconsistent: Verify found a row without its secondary-key entry,
+	// an entry without its row, or an undecodable entry.
+	ErrInconsistent = errors.New("sbtest: table inconsistent")
+)

@@ -1,0 +1,146 @@
+package sbtest
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/txnlock/txnlock"
+)
+
+// LockKind says how statements lock (see the rules table in doc.go).
+type LockKind string
+
+// The lock kinds.
+const (
+	// LockPoint: pointlock.Manager; primary-key entries only (MyRocks
+	// default). Range scans FOR UPDATE lock each row read: phantoms.
+	LockPoint LockKind = "point"
+	// LockRange: rangelock.Manager; primary-key entries, the old and new
+	// secondary-key entries as single-key ranges, and the scanned range of
+	// a FOR UPDATE range select (MyRocks rocksdb_use_range_locking=1).
+	LockRange LockKind = "range"
+	// LockTable: one exclusive lock per table per transaction, through a
+	// pointlock.Manager (the MyISAM analog).
+	LockTable LockKind = "table"
+	// LockNone: no locks at all. Measures storage and driver cost alone;
+	// concurrent writers lose updates and can corrupt the secondary index.
+	LockNone LockKind = "none"
+)
+
+// Layout says how tables and indexes map to column families.
+type Layout string
+
+// The column-family layouts.
+const (
+	// LayoutShared: every table and index in the default column family.
+	LayoutShared Layout = "shared"
+	// LayoutPerTable: one column family per table, "sbtestN".
+	LayoutPerTable Layout = "per-table"
+	// LayoutPerIndex: one per index, "sbtestN.PRIMARY" and "sbtestN.k_1"
+	// (the seed's make-4-cfs.sql).
+	LayoutPerIndex Layout = "per-index"
+)
+
+// Defaults.
+const (
+	DefaultTables    = 1
+	DefaultTableSize = 10000
+)
+
+// Options configure a DB. Call EnsureDefaults, then Validate (Open does
+// both).
+type Options struct {
+	// Tables is the number of tables, sbtest1..sbtestN. Default: 1.
+	Tables int
+	// TableSize is the number of rows per table Prepare loads. Default:
+	// 10000.
+	TableSize int
+	// Layout of column families. Default: LayoutShared.
+	Layout Layout
+	// NoSK leaves out the secondary index on k. Default: false.
+	NoSK bool
+	// Dir is the Pebble directory; "" keeps the DB in memory (vfs.NewMem).
+	// Default: "".
+	Dir string
+	// Sync makes every commit wait for its WAL fsync (otherwise the WAL is
+	// written without fsync, as the RocksDB anchor's sync=false). The WAL
+	// is always on. Default: false.
+	Sync bool
+	// Lock is the lock kind. Default: LockPoint.
+	Lock LockKind
+	// AutoIncMode is InnoDB's innodb_autoinc_lock_mode for InsertAuto:
+	// 0 traditional (a table AUTO-INC lock through the manager, held to the
+	// end of the statement), 1 consecutive (a mutex around the counter),
+	// 2 interleaved (an atomic counter). Default: 0.
+	AutoIncMode int
+	// LockTimeout is the manager's lock-wait timeout. Default:
+	// txnlock.DefaultLockTimeout (5s).
+	LockTimeout time.Duration
+	// Detector is the deadlock detector the manager reports waits to.
+	// Default: nil, and Open makes one (deadlock.New with its defaults)
+	// which Close closes.
+	Detector txnlock.Detector
+	// Manager replaces the manager Open would build for Lock (it must lock
+	// ranges when Lock is LockRange). The DB does not close it. Default:
+	// nil.
+	Manager txnlock.Manager
+	// PebbleLogger turns Pebble's own logging on. Default: false (quiet).
+	PebbleLogger bool
+}
+
+// EnsureDefaults fills zero fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	if o.Tables == 0 {
+		o.Tables = DefaultTables
+	}
+	if o.TableSize == 0 {
+		o.TableSize = DefaultTableSize
+	}
+	if o.Layout == "" {
+		o.Layout = LayoutShared
+	}
+	if o.Lock == "" {
+		o.Lock = LockPoint
+	}
+	if o.LockTimeout == 0 {
+		o.LockTimeout = txnlock.DefaultLockTimeout
+	}
+}
+
+// Validate reports every problem with o.
+func (o *Options) Validate() error {
+	var p txnlock.Problems
+	if o.Tables < 1 || o.Tables > 1<<20 {
+		p.Addf("Tables %d is not in [1, %d]", o.Tables, 1<<20)
+	}
+	if o.TableSize < 0 {
+		p.Addf("TableSize %d is negative", o.TableSize)
+	}
+	switch o.Layout {
+	case LayoutShared, LayoutPerTable, LayoutPerIndex:
+	default:
+		p.Addf("unknown Layout %q", o.Layout)
+	}
+	switch o.Lock {
+	case LockPoint, LockRange, LockTable, LockNone:
+	default:
+		p.Addf("unknown Lock %q", o.Lock)
+	}
+	if o.AutoIncMode < 0 || o.AutoIncMode > 2 {
+		p.Addf("AutoIncMode %d is not 0, 1 or 2", o.AutoIncMode)
+	}
+	if o.LockTimeout < 0 && o.LockTimeout != txnlock.NoWait {
+		p.Addf("LockTimeout %v is negative (use txnlock.NoWait or txnlock.WaitForever)", o.LockTimeout)
+	}
+	return p.Err()
+}
+
+// String renders the options on one line.
+func (o Options) String() string {
+	dir := o.Dir
+	if dir == "" {
+		dir = "mem"
+	}
+	return fmt.Sprintf("tables=%d table_size=%d layout=%s no_sk=%t dir=%s sync=%t lock=%s autoinc_mode=%d lock_timeout=%v detector=%t manager=%t pebble_logger=%t",
+		o.Tables, o.TableSize, o.Layout, o.NoSK, dir, o.Sync, o.Lock, o.AutoIncMode, o.LockTimeout, o.Detector != nil, o.Manager != nil, o.PebbleLogger)
+}

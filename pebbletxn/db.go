@@ -1,0 +1,241 @@
+package pebbletxn
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/txnlock/txnlock"
+)
+
+// DB runs pessimistic transactions over a *pebble.DB. It is safe for
+// concurrent use; a Txn is not (one goroutine per transaction).
+//
+// The DB owns the whole key space of the Pebble DB (see the key layout in
+// keys.go) but not the Pebble DB itself nor the lock manager: Close ends
+// the DB's transactions and leaves both open for the caller to close.
+type DB struct {
+	pdb  *pebble.DB
+	opts Options
+	// defaultCF is the handle of column family 0; immutable.
+	defaultCF *ColumnFamily
+
+	// mu guards closed and the lifetime of pdb as seen through this DB:
+	// every Pebble access holds mu.RLock and checks closed; Close takes
+	// mu.Lock, so it waits for in-flight reads and commits.
+	//
+	// Lock order: mu, then cfMu, then txnMu. Manager calls (which may
+	// block) are never made with mu held in write mode, nor with cfMu or
+	// txnMu held.
+	mu     sync.RWMutex
+	closed bool
+
+	// cfMu guards cfs and nextCF.
+	cfMu   sync.Mutex
+	cfs    map[string]*ColumnFamily
+	nextCF uint32
+
+	// txnMu guards txns: the open transactions, released by Close.
+	txnMu sync.Mutex
+	txns  map[txnlock.TxnID]*Txn
+}
+
+// ColumnFamily is a handle on a column family: a key span of the Pebble DB
+// with its own lock map or locktree in the manager. Handles are immutable.
+type ColumnFamily struct {
+	db     *DB
+	id     txnlock.ColumnFamily
+	name   string
+	prefix []byte
+}
+
+// ID is the column family's id in the lock manager.
+func (cf *ColumnFamily) ID() txnlock.ColumnFamily { return cf.id }
+
+// Name is the column family's name ("default" for id 0).
+func (cf *ColumnFamily) Name() string { return cf.name }
+
+// DefaultColumnFamilyName is the name of column family 0.
+const DefaultColumnFamilyName = "default"
+
+// nextTxnID numbers transactions process-wide, so that DBs sharing a lock
+// manager or a deadlock detector never reuse an id.
+var nextTxnID atomic.Uint64
+
+// New wraps pdb. It loads the column family catalog and registers every
+// column family with opts.Manager (a column family the manager already has
+// is accepted). It returns a *txnlock.OptionsError listing every problem
+// with opts.
+func New(pdb *pebble.DB, opts Options) (*DB, error) {
+	opts.EnsureDefaults()
+	var p txnlock.Problems
+	if pdb == nil {
+		p.Addf("pebble DB is nil")
+	}
+	p.Merge(opts.Validate())
+	if err := p.Err(); err != nil {
+		return nil, err
+	}
+	db := &DB{
+		pdb:    pdb,
+		opts:   opts,
+		cfs:    make(map[string]*ColumnFamily),
+		nextCF: 1,
+		txns:   make(map[txnlock.TxnID]*Txn),
+	}
+	db.defaultCF = &ColumnFamily{db: db, id: txnlock.DefaultColumnFamily, name: DefaultColumnFamilyName, prefix: cfPrefix(0)}
+	db.cfs[DefaultColumnFamilyName] = db.defaultCF
+	if err := db.loadCatalog(); err != nil {
+		return nil, err
+	}
+	return db, nil
+}
+
+// loadCatalog reads the persisted column families and registers them.
+func (db *DB) loadCatalog() error {
+	lower, upper := catalogKey(""), cfPrefix(metaID)
+	upper = append(append(upper, "cf/"...), 0xff)
+	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return err
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		name := string(it.Key()[len(lower):])
+		v := it.Value()
+		if len(v) != 4 {
+			return fmt.Errorf("pebbletxn: corrupt catalog entry for column family %q", name)
+		}
+		id := binary.BigEndian.Uint32(v)
+		if err := db.registerLocked(name, id); err != nil {
+			return err
+		}
+		db.nextCF = max(db.nextCF, id+1)
+	}
+	return it.Error()
+}
+
+// registerLocked adds a handle and registers it with the manager (cfMu held,
+// or the DB not yet shared).
+func (db *DB) registerLocked(name string, id uint32) error {
+	if err := db.opts.Manager.AddColumnFamily(txnlock.ColumnFamily(id)); err != nil && !errors.Is(err, txnlock.ErrColumnFamilyExists) {
+		return err
+	}
+	db.cfs[name] = &ColumnFamily{db: db, id: txnlock.ColumnFamily(id), name: name, prefix: cfPrefix(id)}
+	return nil
+}
+
+// DefaultColumnFamily returns the handle of column family 0.
+func (db *DB) DefaultColumnFamily() *ColumnFamily { return db.defaultCF }
+
+// ColumnFamily returns the column family called name, creating it (and
+// persisting its id, synced) if it does not exist yet.
+func (db *DB) ColumnFamily(name string) (*ColumnFamily, error) {
+	if name == "" || len(name) > MaxColumnFamilyName {
+		return nil, fmt.Errorf("%w: %q", ErrColumnFamilyName, name)
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.closed {
+		return nil, ErrClosed
+	}
+	db.cfMu.Lock()
+	defer db.cfMu.Unlock()
+	if cf, ok := db.cfs[name]; ok {
+		return cf, nil
+	}
+	id := db.nextCF
+	if id >= metaID-1 || id > 1<<31-1 {
+		return nil, ErrTooManyColumnFamilies
+	}
+	if err := db.pdb.Set(catalogKey(name), binary.BigEndian.AppendUint32(nil, id), pebble.Sync); err != nil {
+		return nil, err
+	}
+	if err := db.registerLocked(name, id); err != nil {
+		return nil, err
+	}
+	db.nextCF = id + 1
+	return db.cfs[name], nil
+}
+
+// ColumnFamilies returns every column family, in no particular order.
+func (db *DB) ColumnFamilies() []*ColumnFamily {
+	db.cfMu.Lock()
+	defer db.cfMu.Unlock()
+	out := make([]*ColumnFamily, 0, len(db.cfs))
+	for _, cf := range db.cfs {
+		out = append(out, cf)
+	}
+	return out
+}
+
+// resolve maps a caller's handle to the column family (nil is the default).
+func (db *DB) resolve(cf *ColumnFamily) (*ColumnFamily, error) {
+	if cf == nil {
+		return db.defaultCF, nil
+	}
+	if cf.db != db {
+		return nil, fmt.Errorf("%w: column family %q belongs to another DB", txnlock.ErrUnknownColumnFamily, cf.name)
+	}
+	return cf, nil
+}
+
+// Manager returns the lock manager.
+func (db *DB) Manager() txnlock.Manager { return db.opts.Manager }
+
+// Options returns the options the DB runs with.
+func (db *DB) Options() Options { return db.opts }
+
+// Pebble returns the underlying Pebble DB, for bulk loads and metrics.
+// Writes made through it bypass locking.
+func (db *DB) Pebble() *pebble.DB { return db.pdb }
+
+// Close rolls back every open transaction (their later calls fail with
+// ErrClosed, their locks are released) and makes every later call fail
+// with ErrClosed. It waits for commits in flight. It closes neither the
+// Pebble DB nor the manager. Closing twice returns ErrClosed.
+func (db *DB) Close() error {
+	db.mu.Lock()
+	if db.closed {
+		db.mu.Unlock()
+		return ErrClosed
+	}
+	db.closed = true
+	db.mu.Unlock()
+	db.txnMu.Lock()
+	open := make([]txnlock.TxnID, 0, len(db.txns))
+	for id := range db.txns {
+		open = append(open, id)
+	}
+	clear(db.txns)
+	db.txnMu.Unlock()
+	var errs []error
+	for _, id := range open {
+		if err := db.opts.Manager.UnlockAll(id); err != nil && !errors.Is(err, txnlock.ErrClosed) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// isClosed reports whether Close was called.
+func (db *DB) isClosed() bool {
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	return db.closed
+}
+
+func (db *DB) addTxn(t *Txn) {
+	db.txnMu.Lock()
+	db.txns[t.id] = t
+	db.txnMu.Unlock()
+}
+
+func (db *DB) removeTxn(t *Txn) {
+	db.txnMu.Lock()
+	delete(db.txns, t.id)
+	db.txnMu.Unlock()
+}

@@ -1,0 +1,36 @@
+package pebbletxn
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/txnlock/txnlock"
+)
+
+// Errors of pebbletxn itself; test with errors.Is. Lock failures come
+// through as the lock manager returned them (a *txnlock.LockError wrapping
+// txnlock.ErrLockTimeout, txnlock.ErrDeadlock, ...), so errors.Is and
+// errors.As against the root package work unchanged.
+var (
+	// ErrTxnDone: a call on a transaction after its Commit or Rollback.
+	ErrTxnDone = errors.New("pebbletxn: transaction already committed or rolled back")
+	// ErrClosed: a call on a closed DB, or on a transaction of one.
+	// errors.Is(err, txnlock.ErrClosed) is true as well.
+	ErrClosed = fmt.Errorf("pebbletxn: db closed: %w", txnlock.ErrClosed)
+	// ErrColumnFamilyName: an empty column family name, or one longer than
+	// MaxColumnFamilyName bytes.
+	ErrColumnFamilyName = errors.New("pebbletxn: invalid column family name")
+	// ErrTooManyColumnFamilies: every column family id is in use.
+	ErrTooManyColumnFamilies = errors.New("pebbletxn: too many column families")
+)
+
+// txnError names the operation and transaction that failed and keeps the
+// cause reachable for errors.Is and errors.As.
+type txnError struct {
+	op  string
+	txn txnlock.TxnID
+	err error
+}
+
+func (e *txnError) Error() string { return fmt.Sprintf("pebbletxn: %s (%v): %v", e.op, e.txn, e.err) }
+func (e *txnError) Unwrap() error { return e.err }

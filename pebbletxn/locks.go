@@ -1,0 +1,154 @@
+package pebbletxn
+
+import (
+	"context"
+
+	"github.com/txnlock/txnlock"
+)
+
+// lockKey names a point lock in a transaction's record.
+type lockKey struct {
+	cf  txnlock.ColumnFamily
+	key string
+}
+
+// heldRange is a range lock in a transaction's record.
+type heldRange struct {
+	cf   txnlock.ColumnFamily
+	r    txnlock.Range
+	mode txnlock.Mode
+}
+
+// lockSet is a transaction's record of the locks it holds, so that a lock
+// already held in a covering mode is not sent to the manager again. It is
+// owned by the transaction's goroutine.
+type lockSet struct {
+	points   map[lockKey]txnlock.Mode
+	ranges   []heldRange // few per transaction: scanned linearly
+	requests int         // lock requests sent to the manager
+}
+
+// covers reports whether the record holds key in cf in a mode covering mode,
+// as a point lock or inside a range lock.
+func (s *lockSet) covers(cf txnlock.ColumnFamily, key []byte, mode txnlock.Mode) bool {
+	if m, ok := s.points[lockKey{cf, string(key)}]; ok && m.Covers(mode) {
+		return true
+	}
+	for _, h := range s.ranges {
+		if h.cf == cf && h.mode.Covers(mode) && h.r.Contains(key) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *lockSet) addPoint(cf txnlock.ColumnFamily, key []byte, mode txnlock.Mode) {
+	if s.points == nil {
+		s.points = make(map[lockKey]txnlock.Mode)
+	}
+	k := lockKey{cf, string(key)}
+	s.points[k] = s.points[k].Max(mode)
+}
+
+// Lock locks key in cf (nil: the default column family) in mode, unless the
+// transaction already holds it in a covering mode (then no request is sent).
+// The lock is held until Commit or Rollback. Errors are the manager's
+// (*txnlock.LockError: ErrLockTimeout, ErrDeadlock, ...), ErrTxnDone or
+// ErrClosed; after a lock error the transaction is still active and the
+// caller decides (usually Rollback).
+func (t *Txn) Lock(ctx context.Context, cf *ColumnFamily, key []byte, mode txnlock.Mode) error {
+	if err := t.check("lock"); err != nil {
+		return err
+	}
+	if !mode.Valid() {
+		return &txnError{op: "lock", txn: t.id, err: txnlock.ErrInvalidMode}
+	}
+	cf, err := t.db.resolve(cf)
+	if err != nil {
+		return err
+	}
+	if t.locks.covers(cf.id, key, mode) {
+		return nil
+	}
+	if err := t.send(ctx, cf, txnlock.Point(key), mode); err != nil {
+		return err
+	}
+	t.locks.addPoint(cf.id, key, mode)
+	return nil
+}
+
+// LockRange locks every key of r in cf, present or absent, in mode, so that
+// no other transaction can write (Exclusive) or lock any key in r until this
+// one ends. It needs Options.RangeLocking unless r is a single key
+// (txnlock.ErrRangeNotSupported otherwise). A range is not sent again if a
+// held range lock of a covering mode contains it.
+func (t *Txn) LockRange(ctx context.Context, cf *ColumnFamily, r txnlock.Range, mode txnlock.Mode) error {
+	if err := t.check("lock range"); err != nil {
+		return err
+	}
+	if !r.Valid() {
+		return &txnError{op: "lock range", txn: t.id, err: txnlock.ErrInvalidRange}
+	}
+	if k, ok := r.PointKey(); ok {
+		return t.Lock(ctx, cf, k, mode)
+	}
+	if !mode.Valid() {
+		return &txnError{op: "lock range", txn: t.id, err: txnlock.ErrInvalidMode}
+	}
+	if !t.db.opts.RangeLocking {
+		return &txnError{op: "lock range", txn: t.id, err: txnlock.ErrRangeNotSupported}
+	}
+	cf, err := t.db.resolve(cf)
+	if err != nil {
+		return err
+	}
+	for _, h := range t.locks.ranges {
+		if h.cf == cf.id && h.mode.Covers(mode) && h.r.Covers(r) {
+			return nil
+		}
+	}
+	if err := t.send(ctx, cf, r, mode); err != nil {
+		return err
+	}
+	t.locks.ranges = append(t.locks.ranges, heldRange{cf: cf.id, r: r.Clone(), mode: mode})
+	return nil
+}
+
+// Unlock releases the point lock on key in cf before the transaction ends,
+// for locks whose scope is shorter than the transaction (an AUTO-INC table
+// lock held to the end of a statement). Releasing a lock that protects a
+// write the transaction made breaks two-phase locking: do not. ErrNotHeld
+// (from the manager) if the transaction holds no such point lock.
+func (t *Txn) Unlock(cf *ColumnFamily, key []byte) error {
+	if err := t.check("unlock"); err != nil {
+		return err
+	}
+	cf, err := t.db.resolve(cf)
+	if err != nil {
+		return err
+	}
+	if err := t.db.opts.Manager.Unlock(t.id, cf.id, txnlock.Point(key)); err != nil {
+		return err
+	}
+	delete(t.locks.points, lockKey{cf.id, string(key)})
+	return nil
+}
+
+// send makes one lock request. If the DB was closed while it waited, the
+// transaction's locks are released and ErrClosed returned.
+func (t *Txn) send(ctx context.Context, cf *ColumnFamily, r txnlock.Range, mode txnlock.Mode) error {
+	if t.db.isClosed() {
+		return &txnError{op: "lock", txn: t.id, err: ErrClosed}
+	}
+	t.locks.requests++
+	err := t.db.opts.Manager.Lock(ctx, txnlock.Request{Txn: t.id, CF: cf.id, Range: r, Mode: mode, Timeout: t.timeout})
+	if err != nil {
+		return err
+	}
+	if t.db.isClosed() {
+		// Close released this transaction's locks before the grant.
+		_ = t.db.opts.Manager.UnlockAll(t.id)
+		return &txnError{op: "lock", txn: t.id, err: ErrClosed}
+	}
+	return nil
+}

@@ -1,0 +1,236 @@
+package pebbletxn
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/txnlock/txnlock"
+)
+
+// txnState is where a transaction is in its life.
+type txnState uint8
+
+const (
+	txnActive txnState = iota
+	txnCommitted
+	txnRolledBack
+)
+
+// Txn is a pessimistic transaction: it locks what it reads for update and
+// what it writes before touching it, buffers its writes in a Pebble indexed
+// batch (so its reads see them), applies the batch atomically at Commit and
+// then releases every lock. A Txn is not safe for concurrent use.
+//
+// Reads that take no lock (Get, Scan) see the latest committed data plus
+// the transaction's own writes (read committed, like a RocksDB transaction
+// without a snapshot); locking reads (GetForUpdate, ScanForUpdate) lock
+// first, then read, so what they return stays true until the transaction
+// ends.
+type Txn struct {
+	db      *DB
+	id      txnlock.TxnID
+	timeout time.Duration
+	wo      *pebble.WriteOptions
+	state   txnState
+	batch   *pebble.Batch
+	locks   lockSet
+	keyBuf  []byte
+}
+
+// Begin starts a transaction. opts may be nil. It fails with ErrClosed on a
+// closed DB and with a *txnlock.OptionsError for bad options.
+func (db *DB) Begin(opts *TxnOptions) (*Txn, error) {
+	var o TxnOptions
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	t := &Txn{db: db, id: txnlock.TxnID(nextTxnID.Add(1)), timeout: o.LockTimeout}
+	if t.timeout == txnlock.DefaultTimeout {
+		t.timeout = db.opts.LockTimeout
+	}
+	sync := db.opts.Sync
+	switch o.Durability {
+	case SyncDurability:
+		sync = true
+	case NoSyncDurability:
+		sync = false
+	}
+	t.wo = pebble.NoSync
+	if sync {
+		t.wo = pebble.Sync
+	}
+	db.mu.RLock()
+	defer db.mu.RUnlock()
+	if db.closed {
+		return nil, ErrClosed
+	}
+	t.batch = db.pdb.NewIndexedBatch()
+	db.addTxn(t)
+	return t, nil
+}
+
+// ID is the transaction's id in the lock manager.
+func (t *Txn) ID() txnlock.TxnID { return t.id }
+
+// LockRequests is the number of lock requests this transaction sent to the
+// manager (granted or not). Locks already held in a covering mode are not
+// sent again and not counted.
+func (t *Txn) LockRequests() int { return t.locks.requests }
+
+// check fails calls on an ended transaction.
+func (t *Txn) check(op string) error {
+	if t.state != txnActive {
+		return &txnError{op: op, txn: t.id, err: ErrTxnDone}
+	}
+	return nil
+}
+
+// key returns the Pebble key of k in cf, in a buffer reused by the next
+// call.
+func (t *Txn) key(cf *ColumnFamily, k []byte) []byte {
+	t.keyBuf = appendKey(t.keyBuf[:0], cf.prefix, k)
+	return t.keyBuf
+}
+
+// Get returns the value of key in cf (nil: the default column family) as
+// the transaction sees it, without locking: its own write if it made one,
+// else the latest committed value. found is false if there is none.
+func (t *Txn) Get(cf *ColumnFamily, key []byte) (value []byte, found bool, err error) {
+	if err := t.check("get"); err != nil {
+		return nil, false, err
+	}
+	if cf, err = t.db.resolve(cf); err != nil {
+		return nil, false, err
+	}
+	return t.getLocked(cf, key)
+}
+
+// getLocked reads through the batch (no transaction lock needed; the name
+// says the caller has validated the transaction).
+func (t *Txn) getLocked(cf *ColumnFamily, key []byte) ([]byte, bool, error) {
+	t.db.mu.RLock()
+	defer t.db.mu.RUnlock()
+	if t.db.closed {
+		return nil, false, &txnError{op: "get", txn: t.id, err: ErrClosed}
+	}
+	v, closer, err := t.batch.Get(t.key(cf, key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	out := append([]byte(nil), v...)
+	return out, true, closer.Close()
+}
+
+// GetForUpdate locks key in cf in mode (txnlock.Shared or
+// txnlock.Exclusive), then reads it as Get does. The lock is taken whether
+// or not the key exists, so an absent key stays absent until the
+// transaction ends. On a lock failure nothing is read and the error is the
+// manager's (errors.Is works against txnlock's sentinels).
+func (t *Txn) GetForUpdate(ctx context.Context, cf *ColumnFamily, key []byte, mode txnlock.Mode) (value []byte, found bool, err error) {
+	if err := t.Lock(ctx, cf, key, mode); err != nil {
+		return nil, false, err
+	}
+	cf, _ = t.db.resolve(cf)
+	return t.getLocked(cf, key)
+}
+
+// Put locks key exclusively and sets it to value in the transaction's
+// batch.
+func (t *Txn) Put(ctx context.Context, cf *ColumnFamily, key, value []byte) error {
+	if err := t.Lock(ctx, cf, key, txnlock.Exclusive); err != nil {
+		return err
+	}
+	return t.PutUntracked(cf, key, value)
+}
+
+// Delete locks key exclusively and deletes it in the transaction's batch.
+func (t *Txn) Delete(ctx context.Context, cf *ColumnFamily, key []byte) error {
+	if err := t.Lock(ctx, cf, key, txnlock.Exclusive); err != nil {
+		return err
+	}
+	return t.DeleteUntracked(cf, key)
+}
+
+// PutUntracked sets key to value without locking it, for keys the caller
+// protects by other means (MyRocks writes secondary-index entries this way
+// under point locking: the primary-key lock guards the row). Untracked
+// writes to keys that other transactions write concurrently lose updates.
+func (t *Txn) PutUntracked(cf *ColumnFamily, key, value []byte) error {
+	if err := t.check("put"); err != nil {
+		return err
+	}
+	cf, err := t.db.resolve(cf)
+	if err != nil {
+		return err
+	}
+	return t.batch.Set(t.key(cf, key), value, nil)
+}
+
+// DeleteUntracked deletes key without locking it; see PutUntracked.
+func (t *Txn) DeleteUntracked(cf *ColumnFamily, key []byte) error {
+	if err := t.check("delete"); err != nil {
+		return err
+	}
+	cf, err := t.db.resolve(cf)
+	if err != nil {
+		return err
+	}
+	return t.batch.Delete(t.key(cf, key), nil)
+}
+
+// Commit applies the transaction's writes atomically (synced to the WAL if
+// its durability says so), then releases every lock. The transaction ends
+// whatever the outcome: on an error nothing was applied and the locks are
+// released as by Rollback.
+func (t *Txn) Commit() error {
+	if err := t.check("commit"); err != nil {
+		return err
+	}
+	t.state = txnCommitted
+	defer t.finish()
+	if t.batch.Empty() {
+		if t.db.isClosed() {
+			return &txnError{op: "commit", txn: t.id, err: ErrClosed}
+		}
+		return nil
+	}
+	t.db.mu.RLock()
+	defer t.db.mu.RUnlock()
+	if t.db.closed {
+		return &txnError{op: "commit", txn: t.id, err: ErrClosed}
+	}
+	if err := t.db.pdb.Apply(t.batch, t.wo); err != nil {
+		return &txnError{op: "commit", txn: t.id, err: err}
+	}
+	return nil
+}
+
+// Rollback discards the transaction's writes and releases its locks.
+func (t *Txn) Rollback() error {
+	if err := t.check("rollback"); err != nil {
+		return err
+	}
+	t.state = txnRolledBack
+	t.finish()
+	return nil
+}
+
+// finish releases the locks and the batch of an ended transaction.
+func (t *Txn) finish() {
+	t.db.removeTxn(t)
+	if t.locks.requests > 0 {
+		// Errors: ErrClosed from a closed manager, which dropped the locks.
+		_ = t.db.opts.Manager.UnlockAll(t.id)
+	}
+	_ = t.batch.Close()
+	t.batch = nil
+	t.locks = lockSet{requests: t.locks.requests}
+}

@@ -1,0 +1,51 @@
+package pebbletxn
+
+import "github.com/cockroachdb/pebble/v2"
+
+// WriteBatch writes without transactions or locks, for bulk loads into
+// data no transaction uses yet (RocksDB's writes through GetBaseDB). Its
+// writes apply atomically at Commit. Not safe for concurrent use.
+type WriteBatch struct {
+	db    *DB
+	batch *pebble.Batch
+	key   []byte
+}
+
+// NewWriteBatch returns an empty WriteBatch.
+func (db *DB) NewWriteBatch() *WriteBatch {
+	return &WriteBatch{db: db, batch: db.pdb.NewBatch()}
+}
+
+// Put sets key in cf (nil: default) to value.
+func (w *WriteBatch) Put(cf *ColumnFamily, key, value []byte) error {
+	cf, err := w.db.resolve(cf)
+	if err != nil {
+		return err
+	}
+	w.key = appendKey(w.key[:0], cf.prefix, key)
+	return w.batch.Set(w.key, value, nil)
+}
+
+// Len is the number of writes in the batch.
+func (w *WriteBatch) Len() int { return int(w.batch.Count()) }
+
+// Commit applies the batch (synced if sync) and empties it for reuse.
+func (w *WriteBatch) Commit(sync bool) error {
+	w.db.mu.RLock()
+	defer w.db.mu.RUnlock()
+	if w.db.closed {
+		return ErrClosed
+	}
+	wo := pebble.NoSync
+	if sync {
+		wo = pebble.Sync
+	}
+	if err := w.db.pdb.Apply(w.batch, wo); err != nil {
+		return err
+	}
+	w.batch.Reset()
+	return nil
+}
+
+// Close discards the batch.
+func (w *WriteBatch) Close() error { return w.batch.Close() }
