@@ -24,9 +24,10 @@ import (
 //	    [victim=requester|youngest|fewest-locks|priority] [prio=(1:5,..)]
 //	    [history=N] [tick=D]
 //	block txn=T res=R [key=K] [mode=S|X] [cf=N] [locks=N] [w=NAME]
-//	blockers res=R txns=(T,..)
+//	blockers res=R txns=(T,..) | from=T to=T
 //	unblock txn=T [w=NAME]       drop res=R
-//	check txn=T [w=NAME]         background
+//	check txn=T [w=NAME]         background [unblock=(NAME,..)]
+//	timeout txn=T [w=NAME]
 //	chain from=T n=N [cycle]     queue res=R from=T n=N
 //	advance D    history [report]    report    stats    graph
 type scenario struct {
@@ -163,6 +164,13 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		var res string
 		d.ScanArgs(t, "res", &res)
 		var txns []txnlock.TxnID
+		var from, to int
+		if d.MaybeScanArgs(t, "from", &from) {
+			d.ScanArgs(t, "to", &to)
+			for i := from; i <= to; i++ {
+				txns = append(txns, txnlock.TxnID(i))
+			}
+		}
 		for _, v := range argList(d, "txns") {
 			n, err := strconv.ParseUint(v, 10, 64)
 			require.NoError(t, err)
@@ -174,6 +182,13 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		w := s.waiters[waiterName(t, d, txn)]
 		require.NotNil(t, w, "unknown waiter")
 		s.d.Unblock(w)
+	case "timeout":
+		// The waiter's own timeout fires: it fails, and its manager has
+		// not yet told the detector.
+		w := s.waiters[waiterName(t, d, scanTxn(t, d))]
+		require.NotNil(t, w, "unknown waiter")
+		w.Fail(txnlock.ErrLockTimeout)
+		w.reported = true
 	case "drop":
 		var res string
 		d.ScanArgs(t, "res", &res)
@@ -195,8 +210,17 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		s.printChange(&out, before)
 	case "background":
+		// With unblock=(NAME,..), those waits end between the snapshot
+		// and the re-check of the cycles found in it.
 		before := s.d.Stats()
+		gone := argList(d, "unblock")
+		s.d.testingAfterSnapshot = func() {
+			for _, name := range gone {
+				s.d.Unblock(s.waiters[name])
+			}
+		}
 		s.d.backgroundPass()
+		s.d.testingAfterSnapshot = nil
 		s.printChange(&out, before)
 	case "chain":
 		s.cmdChain(t, d)
@@ -207,6 +231,9 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		require.NoError(t, err)
 		s.clock.Advance(dur)
 	case "history":
+		if len(s.d.History()) == 0 {
+			out.WriteString("(empty)\n")
+		}
 		for i, e := range s.d.History() {
 			fmt.Fprintf(&out, "%d: %s %v\n", i+1, e.Time.Format("15:04:05.000"), e)
 			if d.HasArg("report") {

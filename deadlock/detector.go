@@ -38,6 +38,10 @@ type Detector struct {
 	// test runs by hand) and guards passStack.
 	passMu    sync.Mutex
 	passStack []frame
+
+	// testingAfterSnapshot, if set, runs between a background pass's
+	// snapshot and its search (tests only).
+	testingAfterSnapshot func()
 }
 
 var _ txnlock.Detector = (*Detector)(nil)
@@ -222,6 +226,9 @@ func (d *Detector) backgroundPass() {
 	}
 	snap := d.mu.c.g.snapshot()
 	d.mu.Unlock()
+	if d.testingAfterSnapshot != nil {
+		d.testingAfterSnapshot()
+	}
 
 	steps, more := backgroundPass(snap, &d.passStack, maxCyclesPerPass, func(cycle []*edge) *edge {
 		d.mu.Lock()
