@@ -1,0 +1,281 @@
+package bench
+
+import (
+	"fmt"
+	"hash/fnv"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// StmtKind is a statement shape: one digest per kind and table, as
+// ProxySQL's stats_mysql_query_digest groups queries that differ only in
+// their literals.
+type StmtKind uint8
+
+// The statements the workloads run.
+const (
+	StmtBegin StmtKind = iota
+	StmtCommit
+	StmtPointSelect
+	StmtSimpleRange
+	StmtSumRange
+	StmtOrderRange
+	StmtDistinctRange
+	StmtUpdateIndex
+	StmtUpdateNonIndex
+	StmtDelete
+	StmtInsert
+	StmtInsertAuto
+	StmtFullScan
+	numStmtKinds
+)
+
+// stmtText is each kind's digest text; %d is the table number.
+var stmtText = [numStmtKinds]string{
+	StmtBegin:          "BEGIN",
+	StmtCommit:         "COMMIT",
+	StmtPointSelect:    "SELECT c FROM sbtest%d WHERE id=?",
+	StmtSimpleRange:    "SELECT c FROM sbtest%d WHERE id BETWEEN ? AND ?",
+	StmtSumRange:       "SELECT SUM(k) FROM sbtest%d WHERE id BETWEEN ? AND ?",
+	StmtOrderRange:     "SELECT c FROM sbtest%d WHERE id BETWEEN ? AND ? ORDER BY c",
+	StmtDistinctRange:  "SELECT DISTINCT c FROM sbtest%d WHERE id BETWEEN ? AND ? ORDER BY c",
+	StmtUpdateIndex:    "UPDATE sbtest%d SET k=k+1 WHERE id=?",
+	StmtUpdateNonIndex: "UPDATE sbtest%d SET c=? WHERE id=?",
+	StmtDelete:         "DELETE FROM sbtest%d WHERE id=?",
+	StmtInsert:         "INSERT INTO sbtest%d (id, k, c, pad) VALUES (?, ?, ?, ?)",
+	StmtInsertAuto:     "INSERT INTO sbtest%d (k, c, pad) VALUES (?, ?, ?)",
+	StmtFullScan:       "SELECT id, k, c, pad FROM sbtest%d",
+}
+
+// stmtClass is sysbench's "queries performed" class of each kind.
+type stmtClass uint8
+
+const (
+	classOther stmtClass = iota // BEGIN, COMMIT
+	classRead
+	classWrite
+)
+
+func (k StmtKind) class() stmtClass {
+	switch k {
+	case StmtBegin, StmtCommit:
+		return classOther
+	case StmtPointSelect, StmtSimpleRange, StmtSumRange, StmtOrderRange, StmtDistinctRange, StmtFullScan:
+		return classRead
+	}
+	return classWrite
+}
+
+// perTable reports whether the kind names a table (BEGIN and COMMIT do not).
+func (k StmtKind) perTable() bool { return k != StmtBegin && k != StmtCommit }
+
+// Digest names one statement shape on one table (Table 0 for BEGIN and
+// COMMIT).
+type Digest struct {
+	Kind  StmtKind
+	Table int
+}
+
+// Text is the digest text, e.g. "UPDATE sbtest1 SET k=k+1 WHERE id=?".
+func (d Digest) Text() string {
+	if !d.Kind.perTable() {
+		return stmtText[d.Kind]
+	}
+	return fmt.Sprintf(stmtText[d.Kind], d.Table)
+}
+
+// ID is the digest id as ProxySQL prints it: a 64-bit hash of the text,
+// "0x" and 16 upper-case hex digits.
+func (d Digest) ID() string {
+	h := fnv.New64a()
+	io.WriteString(h, d.Text())
+	return fmt.Sprintf("0x%016X", h.Sum64())
+}
+
+// allDigests lists every digest a run over the given tables can produce.
+func allDigests(tables int) []Digest {
+	var ds []Digest
+	for k := range numStmtKinds {
+		if !k.perTable() {
+			ds = append(ds, Digest{Kind: k})
+			continue
+		}
+		for t := 1; t <= tables; t++ {
+			ds = append(ds, Digest{Kind: k, Table: t})
+		}
+	}
+	return ds
+}
+
+// DelayRule delays the statements of one digest, like a ProxySQL
+// mysql_query_rules row with a delay: Digest is a digest id ("0x...") or
+// a digest text.
+type DelayRule struct {
+	Digest string
+	Delay  time.Duration
+}
+
+// String renders "DIGEST=DURATION", the form ParseDelayRule reads.
+func (r DelayRule) String() string { return r.Digest + "=" + r.Delay.String() }
+
+// ParseDelayRule reads "DIGEST=DURATION". The digest text itself contains
+// '=' ("k=k+1 WHERE id=?"), so the duration is what follows the last '='.
+// The duration is a Go duration or bare milliseconds, as ProxySQL's delay
+// column is.
+func ParseDelayRule(s string) (DelayRule, error) {
+	i := strings.LastIndexByte(s, '=')
+	if i <= 0 {
+		return DelayRule{}, fmt.Errorf("delay rule %q: want DIGEST=DURATION", s)
+	}
+	d, err := parseDurationUnit(s[i+1:], time.Millisecond)
+	if err != nil {
+		return DelayRule{}, fmt.Errorf("delay rule %q: %v", s, err)
+	}
+	if d < 0 {
+		return DelayRule{}, fmt.Errorf("delay rule %q: negative delay", s)
+	}
+	return DelayRule{Digest: strings.TrimSpace(s[:i]), Delay: d}, nil
+}
+
+// delayTable is the delay of every digest, indexed [table][kind]; nil when
+// no statement is delayed.
+type delayTable [][numStmtKinds]time.Duration
+
+// newDelayTable resolves the global delay and the rules for a run over
+// tables. A rule that names no digest of the run is an error that lists
+// the digests it could have named.
+func newDelayTable(global time.Duration, rules []DelayRule, tables int) (delayTable, error) {
+	if global == 0 && len(rules) == 0 {
+		return nil, nil
+	}
+	dt := make(delayTable, tables+1)
+	for t := range dt {
+		for k := range numStmtKinds {
+			dt[t][k] = global
+		}
+	}
+	digests := allDigests(tables)
+	for _, r := range rules {
+		found := false
+		for _, d := range digests {
+			if strings.EqualFold(r.Digest, d.ID()) || r.Digest == d.Text() {
+				dt[d.Table][d.Kind] = r.Delay
+				found = true
+			}
+		}
+		if !found {
+			var known []string
+			for _, d := range digests {
+				known = append(known, d.ID()+" "+d.Text())
+			}
+			return nil, fmt.Errorf("delay rule %q names no statement of this run; digests:\n  %s", r.Digest, strings.Join(known, "\n  "))
+		}
+	}
+	return dt, nil
+}
+
+// delay returns the delay of d (0 when dt is nil).
+func (dt delayTable) delay(k StmtKind, table int) time.Duration {
+	if dt == nil || table >= len(dt) {
+		return 0
+	}
+	return dt[table][k]
+}
+
+// digestCell accumulates one digest's statistics in one thread.
+type digestCell struct {
+	count         uint64
+	sum, min, max time.Duration
+	rows          uint64
+}
+
+func (c *digestCell) add(d time.Duration, rows int) {
+	if c.count == 0 || d < c.min {
+		c.min = d
+	}
+	if d > c.max {
+		c.max = d
+	}
+	c.count++
+	c.sum += d
+	c.rows += uint64(max(rows, 0))
+}
+
+func (c *digestCell) merge(o digestCell) {
+	if o.count == 0 {
+		return
+	}
+	if c.count == 0 || o.min < c.min {
+		c.min = o.min
+	}
+	c.max = max(c.max, o.max)
+	c.count += o.count
+	c.sum += o.sum
+	c.rows += o.rows
+}
+
+// digestStats is one thread's statistics, indexed [table][kind].
+type digestStats [][numStmtKinds]digestCell
+
+func newDigestStats(tables int) digestStats { return make(digestStats, tables+1) }
+
+func (s digestStats) merge(o digestStats) {
+	for t := range min(len(s), len(o)) {
+		for k := range numStmtKinds {
+			s[t][k].merge(o[t][k])
+		}
+	}
+}
+
+// DigestStat is one row of the digest statistics table (ProxySQL's
+// stats_mysql_query_digest): every statement with that digest that ran,
+// whether its transaction committed or not. Times include the delay.
+type DigestStat struct {
+	Digest string        `json:"digest"`
+	Text   string        `json:"digest_text"`
+	Count  uint64        `json:"count_star"`
+	Sum    time.Duration `json:"sum_time_ns"`
+	Min    time.Duration `json:"min_time_ns"`
+	Max    time.Duration `json:"max_time_ns"`
+	Rows   uint64        `json:"rows"` // rows sent or affected
+}
+
+// rows lists the digests that ran, by count (most first), then text.
+func (s digestStats) rows() []DigestStat {
+	var out []DigestStat
+	for t := range s {
+		for k := range numStmtKinds {
+			c := s[t][k]
+			if c.count == 0 {
+				continue
+			}
+			d := Digest{Kind: k, Table: t}
+			out = append(out, DigestStat{Digest: d.ID(), Text: d.Text(), Count: c.count, Sum: c.sum, Min: c.min, Max: c.max, Rows: c.rows})
+		}
+	}
+	slices.SortFunc(out, func(a, b DigestStat) int {
+		if a.Count != b.Count {
+			if a.Count > b.Count {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Text, b.Text)
+	})
+	return out
+}
+
+// WriteDigestStats prints the digest statistics as ProxySQL does: times in
+// microseconds.
+func WriteDigestStats(w io.Writer, stats []DigestStat) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "digest\tdigest_text\tcount_star\tsum_time_us\tmin_time_us\tmax_time_us\trows\t\n")
+	for _, s := range stats {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t\n", s.Digest, s.Text, s.Count,
+			s.Sum.Microseconds(), s.Min.Microseconds(), s.Max.Microseconds(), s.Rows)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,68 @@
+package bench
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// CSVHeader is the header line of WriteCSV.
+var CSVHeader = []string{
+	"workload", "lock", "threads", "runs", "tps", "qps", "lat_avg_ms", "lat_p95_ms", "lat_max_ms",
+	"deadlocks", "timeouts", "locks_per_txn", "spread_pct", "verify_ok",
+}
+
+// WriteCSV prints one header line, then one row per cell (lock kind,
+// thread count), and nothing else.
+func WriteCSV(w io.Writer, cells []Cell) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(CSVHeader); err != nil {
+		return err
+	}
+	f := func(x float64, prec int) string { return strconv.FormatFloat(x, 'f', prec, 64) }
+	for _, c := range cells {
+		row := []string{
+			string(c.Workload), string(c.Lock), strconv.Itoa(c.Threads), strconv.Itoa(c.Runs),
+			f(c.TPS, 2), f(c.QPS, 2), f(ms(c.LatAvg), 3), f(ms(c.LatP95), 3), f(ms(c.LatMax), 3),
+			strconv.FormatUint(c.Deadlocks, 10), strconv.FormatUint(c.Timeouts, 10),
+			f(c.LocksPerTxn, 2), f(c.SpreadPct, 1), strconv.FormatBool(c.VerifyOK),
+		}
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// jsonResult is the JSON document WriteJSON prints.
+type jsonResult struct {
+	Options          string       `json:"options"`
+	Workload         Workload     `json:"workload"`
+	Layout           Layout       `json:"cf_layout"`
+	Storage          Storage      `json:"storage"`
+	DriverOverheadNs int64        `json:"driver_overhead_ns_per_txn,omitempty"`
+	Cells            []Cell       `json:"cells"`
+	Runs             []*RunResult `json:"runs"`
+}
+
+// WriteJSON prints the result as one JSON document: the options as a
+// command line, the cells, and every run.
+func WriteJSON(w io.Writer, res *Result) error {
+	doc := jsonResult{
+		Options: res.Options.String(), Workload: res.Options.Workload, Layout: res.Options.Layout,
+		Storage: res.Options.Storage, DriverOverheadNs: int64(res.DriverOverhead),
+		Cells: res.Cells, Runs: res.Runs,
+	}
+	if doc.Cells == nil {
+		doc.Cells = []Cell{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(doc); err != nil {
+		return fmt.Errorf("bench: json: %w", err)
+	}
+	return nil
+}

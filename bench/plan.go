@@ -1,0 +1,185 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"slices"
+	"time"
+)
+
+// Order is the run order for one thread count: Pairs mirrored blocks of
+// the lock kinds, each block the kinds forward then backward. For point
+// and range and one pair: point, range, range, point. A machine that
+// drifts during the block then favours no kind: each kind's mean sits at
+// the block's middle.
+func Order(locks []LockKind, pairs int) []LockKind {
+	var out []LockKind
+	for range pairs {
+		out = append(out, locks...)
+		for i := len(locks) - 1; i >= 0; i-- {
+			out = append(out, locks[i])
+		}
+	}
+	return out
+}
+
+// Observer sees a plan's progress. Any method may be a no-op.
+type Observer interface {
+	// RunStart is called before run seq (from 1) of total.
+	RunStart(seq, total int, lock LockKind, threads int)
+	// RunProgress is called during a run with its fraction done.
+	RunProgress(frac float64)
+	// RunDone is called with each run's result.
+	RunDone(r *RunResult)
+}
+
+// Result is a plan's outcome: every run, and the cells that average them.
+type Result struct {
+	Options Options      `json:"-"`
+	Runs    []*RunResult `json:"runs"`
+	Cells   []Cell       `json:"cells"`
+	// DriverOverhead is the driver's own time per transaction of this
+	// workload on one thread, measured against a table that does nothing
+	// (OpenNoop). Zero if not measured.
+	DriverOverhead time.Duration `json:"driver_overhead_ns"`
+}
+
+// RunPlan runs every lock kind at every thread count in mirrored order,
+// each run on a fresh table from open, and summarizes them.
+// intervalOut receives the intermediate reports (if
+// opts.ReportInterval > 0); obs may be nil.
+func RunPlan(ctx context.Context, open Opener, opts Options, obs Observer, intervalOut io.Writer) (*Result, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	delays, err := newDelayTable(opts.Delay, opts.DelayRules, opts.Tables)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Options: opts}
+	order := Order(opts.Locks, opts.Pairs)
+	total := len(order) * len(opts.Threads)
+	seq := 0
+	for _, threads := range opts.Threads {
+		for _, lock := range order {
+			seq++
+			if obs != nil {
+				obs.RunStart(seq, total, lock, threads)
+			}
+			spec := RunSpec{
+				Workload: opts.Workload, Threads: threads, Time: opts.Time, Events: opts.Events,
+				Table: opts.tableConfig(lock), Seed: opts.Seed + uint64(seq),
+				Delays: delays, DigestStats: opts.DigestStats,
+				ReportInterval: opts.ReportInterval, IntervalOut: intervalOut,
+			}
+			if obs != nil {
+				spec.Progress = obs.RunProgress
+			}
+			r, err := Run(ctx, open, spec)
+			if err != nil {
+				return res, err
+			}
+			r.Seq = seq
+			res.Runs = append(res.Runs, r)
+			if obs != nil {
+				obs.RunDone(r)
+			}
+		}
+	}
+	res.Cells = Summarize(res.Runs, opts.Locks, opts.Threads)
+	return res, nil
+}
+
+// MeasureDriverOverhead runs the workload on one thread against OpenNoop
+// for d and returns the driver's time per transaction.
+func MeasureDriverOverhead(ctx context.Context, w Workload, tableSize int, d time.Duration) (time.Duration, error) {
+	r, err := Run(ctx, OpenNoop, RunSpec{
+		Workload: w, Threads: 1, Time: d,
+		Table: TableConfig{Tables: 1, TableSize: tableSize, Lock: LockNone}, Seed: 1,
+	})
+	if err != nil || r.Txns == 0 {
+		return 0, err
+	}
+	return r.Elapsed / time.Duration(r.Txns), nil
+}
+
+// Cell is the summary of one (lock kind, thread count): means over its
+// runs.
+type Cell struct {
+	Workload Workload `json:"workload"`
+	Lock     LockKind `json:"lock"`
+	Threads  int      `json:"threads"`
+	Runs     int      `json:"runs"`
+
+	TPS       float64 `json:"tps"`
+	QPS       float64 `json:"qps"`
+	TPSMin    float64 `json:"tps_min"`
+	TPSMax    float64 `json:"tps_max"`
+	SpreadPct float64 `json:"spread_pct"` // (max-min)/mean of tps over the runs, in %
+
+	LatAvg time.Duration `json:"lat_avg_ns"` // mean of the runs' averages
+	LatP95 time.Duration `json:"lat_p95_ns"` // mean of the runs' 95th percentiles
+	LatMax time.Duration `json:"lat_max_ns"` // max over the runs
+
+	Deadlocks   uint64  `json:"deadlocks"` // summed over the runs
+	Timeouts    uint64  `json:"timeouts"`  // summed over the runs
+	LocksPerTxn float64 `json:"locks_per_txn"`
+	VerifyOK    bool    `json:"verify_ok"` // every run's table check passed
+}
+
+// Summarize groups runs into cells, ordered by threads, then by lock kind
+// as listed.
+func Summarize(runs []*RunResult, locks []LockKind, threads []int) []Cell {
+	var cells []Cell
+	for _, t := range threads {
+		for _, l := range locks {
+			c := Cell{Lock: l, Threads: t, VerifyOK: true}
+			var lat, p95 time.Duration
+			for _, r := range runs {
+				if r.Lock != l || r.Threads != t {
+					continue
+				}
+				tps := r.TPS()
+				if c.Runs == 0 || tps < c.TPSMin {
+					c.TPSMin = tps
+				}
+				c.TPSMax = max(c.TPSMax, tps)
+				c.Workload = r.Workload
+				c.Runs++
+				c.TPS += tps
+				c.QPS += r.QPS()
+				lat += r.LatAvg
+				p95 += r.LatP95
+				c.LatMax = max(c.LatMax, r.LatMax)
+				c.Deadlocks += r.Deadlocks
+				c.Timeouts += r.Timeouts
+				c.LocksPerTxn += r.LocksPerTxn()
+				c.VerifyOK = c.VerifyOK && r.Verify.OK()
+			}
+			if c.Runs == 0 {
+				continue
+			}
+			n := float64(c.Runs)
+			c.TPS /= n
+			c.QPS /= n
+			c.LocksPerTxn /= n
+			c.LatAvg = lat / time.Duration(c.Runs)
+			c.LatP95 = p95 / time.Duration(c.Runs)
+			if c.TPS > 0 {
+				c.SpreadPct = 100 * (c.TPSMax - c.TPSMin) / c.TPS
+			}
+			cells = append(cells, c)
+		}
+	}
+	return cells
+}
+
+// cell finds the cell of (l, t).
+func cell(cells []Cell, l LockKind, t int) (Cell, bool) {
+	i := slices.IndexFunc(cells, func(c Cell) bool { return c.Lock == l && c.Threads == t })
+	if i < 0 {
+		return Cell{}, false
+	}
+	return cells[i], true
+}

@@ -1,0 +1,109 @@
+package bench
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+// WritePlot draws QPS against threads, one line per lock kind, with a
+// logarithmic thread axis (the ramp doubles), and saves it to file; the
+// extension picks the format (.png, .svg, .pdf).
+func WritePlot(file string, res *Result) error {
+	o := res.Options
+	p := plot.New()
+	p.Title.Text = fmt.Sprintf("%s, layout %s, storage %s, %d x %d rows%s", o.Workload, o.Layout, o.Storage, o.Tables, o.TableSize, noSK(o.NoSK))
+	p.X.Label.Text = "threads"
+	p.Y.Label.Text = fmt.Sprintf("QPS (mean of %d runs)", 2*o.Pairs)
+	p.Y.Min = 0
+	var ticks plot.ConstantTicks
+	for _, t := range o.Threads {
+		ticks = append(ticks, plot.Tick{Value: float64(t), Label: strconv.Itoa(t)})
+	}
+	p.X.Tick.Marker = ticks
+	if logX(o.Threads) {
+		p.X.Scale = plot.LogScale{}
+	}
+	p.Y.Tick.Marker = thousandsTicks{}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	maxY := 0.0
+	for i, l := range o.Locks {
+		var pts plotter.XYs
+		for _, t := range o.Threads {
+			if c, ok := cell(res.Cells, l, t); ok {
+				pts = append(pts, plotter.XY{X: float64(t), Y: c.QPS})
+				maxY = max(maxY, c.QPS)
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		line, points, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return err
+		}
+		line.Color = plotutil.Color(i)
+		line.Width = vg.Points(2)
+		points.Color = plotutil.Color(i)
+		points.Shape = plotutil.Shape(i)
+		points.Radius = vg.Points(3)
+		p.Add(line, points)
+		p.Legend.Add(string(l), line, points)
+	}
+	p.Y.Max = maxY * 1.15 // room for the legend
+	if p.Y.Max == 0 {
+		p.Y.Max = 1
+	}
+	if filepath.Ext(file) == "" {
+		return fmt.Errorf("bench: plot file %q has no extension (.png, .svg, .pdf)", file)
+	}
+	if err := p.Save(8*vg.Inch, 5*vg.Inch, file); err != nil {
+		return fmt.Errorf("bench: plot: %w", err)
+	}
+	return nil
+}
+
+// logX: a log axis needs positive values and pays off when they span a
+// decade.
+func logX(threads []int) bool {
+	lo, hi := threads[0], threads[0]
+	for _, t := range threads {
+		lo, hi = min(lo, t), max(hi, t)
+	}
+	return lo > 0 && hi >= 10*lo
+}
+
+// thousandsTicks labels the QPS axis 0, 50k, 100k, ...
+type thousandsTicks struct{}
+
+func (thousandsTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label == "" {
+			continue
+		}
+		v := ts[i].Value
+		switch {
+		case v >= 1e6:
+			ts[i].Label = trimZeros(strconv.FormatFloat(v/1e6, 'f', 2, 64)) + "M"
+		case v >= 1e3:
+			ts[i].Label = trimZeros(strconv.FormatFloat(v/1e3, 'f', 1, 64)) + "k"
+		}
+	}
+	return ts
+}
+
+func trimZeros(s string) string {
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}

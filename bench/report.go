@@ -1,0 +1,211 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteRunReport prints one run as sysbench prints its final report, then
+// the lock counts and the table check.
+func WriteRunReport(w io.Writer, r *RunResult) {
+	secs := r.Elapsed.Seconds()
+	ps := func(n uint64) string { return fmt.Sprintf("(%.2f per sec.)", perSec(n, r.Elapsed)) }
+	fmt.Fprintf(w, "== run %d: %s, lock %s, %d threads ==\n", r.Seq, r.Workload, r.Lock, r.Threads)
+	fmt.Fprintf(w, "SQL statistics:\n")
+	fmt.Fprintf(w, "    queries performed:\n")
+	fmt.Fprintf(w, "        read:                            %d\n", r.Reads)
+	fmt.Fprintf(w, "        write:                           %d\n", r.Writes)
+	fmt.Fprintf(w, "        other:                           %d\n", r.Other)
+	fmt.Fprintf(w, "        total:                           %d\n", r.Queries())
+	fmt.Fprintf(w, "    transactions:                        %-10d %s\n", r.Txns, ps(r.Txns))
+	fmt.Fprintf(w, "    queries:                             %-10d %s\n", r.Queries(), ps(r.Queries()))
+	fmt.Fprintf(w, "    ignored errors:                      %-10d %s\n", r.Errors(), ps(r.Errors()))
+	fmt.Fprintf(w, "        deadlocks:                       %-10d %s\n", r.Deadlocks, ps(r.Deadlocks))
+	fmt.Fprintf(w, "        lock wait timeouts:              %-10d %s\n", r.Timeouts, ps(r.Timeouts))
+	fmt.Fprintf(w, "    reconnects:                          %-10d %s\n", 0, ps(0))
+	fmt.Fprintf(w, "\nGeneral statistics:\n")
+	fmt.Fprintf(w, "    total time:                          %.4fs\n", secs)
+	fmt.Fprintf(w, "    total number of events:              %d\n", r.Txns)
+	fmt.Fprintf(w, "\nLatency (ms):\n")
+	fmt.Fprintf(w, "         min:                            %10.2f\n", ms(r.LatMin))
+	fmt.Fprintf(w, "         avg:                            %10.2f\n", ms(r.LatAvg))
+	fmt.Fprintf(w, "         max:                            %10.2f\n", ms(r.LatMax))
+	fmt.Fprintf(w, "         95th percentile:                %10.2f\n", ms(r.LatP95))
+	fmt.Fprintf(w, "         sum:                            %10.2f\n", ms(r.LatSum))
+	fmt.Fprintf(w, "\nThreads fairness:\n")
+	fmt.Fprintf(w, "    events (avg/stddev):           %.4f/%.2f\n", r.EventsAvg, r.EventsStddev)
+	fmt.Fprintf(w, "    execution time (avg/stddev):   %.4f/%.2f\n", r.ExecAvg, r.ExecStddev)
+	fmt.Fprintf(w, "\nLocks:\n")
+	fmt.Fprintf(w, "    lock requests per transaction:       %.2f%s\n", r.LocksPerTxn(), seedLocks(r.Workload, r.Lock))
+	fmt.Fprintf(w, "    lock waits:                          %d (%.3f ms average)\n", r.LockStats.Waited, avgMs(r.LockStats.WaitTime, r.LockStats.Waited))
+	fmt.Fprintf(w, "    deadlock detector:                   %d cycles, %d breaker trips\n", r.Detector.Deadlocks, r.Detector.Trips)
+	fmt.Fprintf(w, "    table check:                         %s\n", verifyLine(r.Verify))
+	if len(r.Digests) > 0 {
+		fmt.Fprintf(w, "\nDigest statistics:\n")
+		WriteDigestStats(w, r.Digests)
+	}
+	fmt.Fprintln(w)
+}
+
+// WriteRunLine prints one run on one line, the way the RocksDB anchor's
+// RESULT lines do.
+func WriteRunLine(w io.Writer, r *RunResult) {
+	fmt.Fprintf(w, "run %d: %s lock=%s threads=%d secs=%.2f tps=%.1f qps=%.1f lat_avg_ms=%.3f lat_p95_ms=%.3f deadlocks=%d timeouts=%d locks_per_txn=%.2f check=%s\n",
+		r.Seq, r.Workload, r.Lock, r.Threads, r.Elapsed.Seconds(), r.TPS(), r.QPS(), ms(r.LatAvg), ms(r.LatP95),
+		r.Deadlocks, r.Timeouts, r.LocksPerTxn(), verifyLine(r.Verify))
+}
+
+func verifyLine(v VerifyReport) string {
+	if v.OK() {
+		return fmt.Sprintf("ok (%d rows)", v.Rows)
+	}
+	return fmt.Sprintf("FAILED (%d rows, %d duplicate ids): %s", v.Rows, v.DuplicateIDs, strings.Join(v.Problems, "; "))
+}
+
+// seedLocks quotes the seed's lock counts (MyRocks) beside ours.
+func seedLocks(w Workload, l LockKind) string {
+	if w != OLTPWriteOnly {
+		if w == OLTPUpdateNonIndex && (l == LockPoint || l == LockRange) {
+			return " (seed, MyRocks: 1)"
+		}
+		return ""
+	}
+	switch l {
+	case LockPoint:
+		return " (seed, MyRocks: 3)"
+	case LockRange:
+		return " (seed, MyRocks: 8; 4 without the secondary index)"
+	}
+	return ""
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+func avgMs(d time.Duration, n uint64) float64 {
+	if n == 0 {
+		return 0
+	}
+	return ms(d) / float64(n)
+}
+
+// WriteComparison prints the seed's table: QPS per thread count for each
+// lock kind, each other kind as a percentage of the first
+// ("range/point*100"), and the largest spread of the row's cells.
+func WriteComparison(w io.Writer, res *Result) {
+	o := res.Options
+	locks := o.Locks
+	fmt.Fprintf(w, "%s, layout %s, storage %s, %d table(s) x %d rows%s; QPS, mean of %d runs per cell (%d mirrored pair(s))\n",
+		o.Workload, o.Layout, o.Storage, o.Tables, o.TableSize, noSK(o.NoSK), 2*o.Pairs, o.Pairs)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "Threads\t")
+	for _, l := range locks {
+		fmt.Fprintf(tw, "%s\t", l)
+	}
+	for _, l := range locks[1:] {
+		fmt.Fprintf(tw, "%s/%s*100\t", l, locks[0])
+	}
+	fmt.Fprintf(tw, "spread\t\n")
+	for _, t := range o.Threads {
+		fmt.Fprintf(tw, "%d\t", t)
+		var spread float64
+		base, baseOK := cell(res.Cells, locks[0], t)
+		for _, l := range locks {
+			c, ok := cell(res.Cells, l, t)
+			if !ok {
+				fmt.Fprintf(tw, "-\t")
+				continue
+			}
+			spread = max(spread, c.SpreadPct)
+			fmt.Fprintf(tw, "%.2f\t", c.QPS)
+		}
+		for _, l := range locks[1:] {
+			c, ok := cell(res.Cells, l, t)
+			if !ok || !baseOK || base.QPS == 0 {
+				fmt.Fprintf(tw, "-\t")
+				continue
+			}
+			fmt.Fprintf(tw, "%.2f\t", 100*c.QPS/base.QPS)
+		}
+		fmt.Fprintf(tw, "%.1f%%\t\n", spread)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "spread = (max-min)/mean of a cell's runs, the larger of the row's cells; rerun a row above 15%%\n")
+	writeLockCounts(w, res)
+	writeErrors(w, res)
+	writeCosts(w, res)
+}
+
+func noSK(b bool) string {
+	if b {
+		return ", no secondary index"
+	}
+	return ""
+}
+
+// writeLockCounts prints the lock requests per transaction of each kind.
+func writeLockCounts(w io.Writer, res *Result) {
+	var parts []string
+	for _, l := range res.Options.Locks {
+		var sum float64
+		var n int
+		for _, c := range res.Cells {
+			if c.Lock == l && c.Runs > 0 {
+				sum += c.LocksPerTxn
+				n++
+			}
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.2f%s", l, sum/float64(n), seedLocks(res.Options.Workload, l)))
+		}
+	}
+	fmt.Fprintf(w, "lock requests per transaction: %s\n", strings.Join(parts, ", "))
+}
+
+// writeErrors prints the ignored errors and failed table checks, if any.
+func writeErrors(w io.Writer, res *Result) {
+	var dl, to uint64
+	bad := 0
+	for _, c := range res.Cells {
+		dl += c.Deadlocks
+		to += c.Timeouts
+		if !c.VerifyOK {
+			bad++
+		}
+	}
+	fmt.Fprintf(w, "ignored errors: %d deadlocks, %d lock wait timeouts; table checks: ", dl, to)
+	if bad == 0 {
+		fmt.Fprintf(w, "all ok\n")
+	} else {
+		fmt.Fprintf(w, "%d cell(s) FAILED\n", bad)
+	}
+}
+
+// writeCosts prints the time per transaction at one thread: the driver
+// alone, and each lock kind, so that the lock manager's share is visible.
+func writeCosts(w io.Writer, res *Result) {
+	var parts []string
+	if res.DriverOverhead > 0 {
+		parts = append(parts, fmt.Sprintf("driver alone %.2f µs", us(res.DriverOverhead)))
+	}
+	none, hasNone := cell(res.Cells, LockNone, 1)
+	for _, l := range res.Options.Locks {
+		c, ok := cell(res.Cells, l, 1)
+		if !ok || c.TPS == 0 {
+			continue
+		}
+		per := 1e6 / c.TPS
+		s := fmt.Sprintf("%s %.2f µs", l, per)
+		if hasNone && l != LockNone && none.TPS > 0 {
+			s += fmt.Sprintf(" (locking %.0f%%)", 100*(per-1e6/none.TPS)/per)
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(w, "time per transaction at 1 thread: %s\n", strings.Join(parts, ", "))
+	}
+}
+
+func us(d time.Duration) float64 { return float64(d) / 1e3 }

@@ -1,0 +1,449 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/txnlock/txnlock"
+)
+
+// LoadType is mysqlslap's --auto-generate-sql-load-type.
+type LoadType string
+
+// The load types, on table sbtest1.
+const (
+	LoadMixed  LoadType = "mixed"  // alternately an insert and a full scan
+	LoadUpdate LoadType = "update" // UPDATE k=k+1 WHERE id=? (random existing id)
+	LoadWrite  LoadType = "write"  // INSERT with an auto-increment id
+	LoadKey    LoadType = "key"    // SELECT by primary key
+	LoadRead   LoadType = "read"   // SELECT every row (full scan)
+)
+
+// LoadTypes lists every load type.
+var LoadTypes = []LoadType{LoadMixed, LoadUpdate, LoadWrite, LoadKey, LoadRead}
+
+// Defaults of SlapOptions: the first seed's mysqlslap -i10 -c200 then
+// -c500, blackhole/MyISAM/InnoDB (none/table/point, and range), mixed.
+const (
+	DefaultSlapIterations = 10
+	DefaultSlapQueries    = 5000
+	DefaultSlapTableSize  = 100 // mysqlslap's --auto-generate-sql-write-number
+)
+
+// DefaultSlapConcurrency is the first seed's session counts.
+var DefaultSlapConcurrency = []int{200, 500}
+
+// SlapOptions configure a mysqlslap-style run: for each lock kind and
+// concurrency, Iterations times: a fresh table, Concurrency clients each
+// running NumberOfQueries/Concurrency autocommit statements, timed from
+// the first to the last.
+type SlapOptions struct {
+	// Concurrency lists the client counts. Default: DefaultSlapConcurrency (200, 500).
+	Concurrency []int
+	// Iterations runs each (lock, concurrency) this many times. Default:
+	// DefaultSlapIterations (10).
+	Iterations int
+	// Locks are the lock kinds (the seed's engines: none = blackhole,
+	// table = MyISAM, point = InnoDB). Default: none, table, point, range.
+	Locks []LockKind
+	// LoadType is the statement mix. Default: LoadMixed.
+	LoadType LoadType
+	// AutoIncMode is InnoDB's innodb_autoinc_lock_mode: 0 traditional (a
+	// table AUTO-INC lock held to the end of the statement), 1
+	// consecutive, 2 interleaved. Default: 0.
+	AutoIncMode int
+	// NumberOfQueries is the total, split evenly across the clients (as
+	// mysqlslap does, rounding down, at least one each). Default:
+	// DefaultSlapQueries (5000).
+	NumberOfQueries int
+	// TableSize is the rows loaded before the clients start. Default:
+	// DefaultSlapTableSize (100).
+	TableSize int
+	// Layout, Storage, Dir, Sync, LockTimeout: as in Options. Defaults:
+	// shared, mem, "", false, DefaultLockTimeout (5s).
+	Layout      Layout
+	Storage     Storage
+	Dir         string
+	Sync        bool
+	LockTimeout time.Duration
+	// Delay, DelayRules, DigestStats: throttling and digest statistics,
+	// as in Options. Default: none.
+	Delay       time.Duration
+	DelayRules  []DelayRule
+	DigestStats bool
+	// Seed seeds the random values. Default: DefaultSeed (1).
+	Seed uint64
+}
+
+// EnsureDefaults fills zero fields with their defaults.
+func (o *SlapOptions) EnsureDefaults() {
+	if len(o.Concurrency) == 0 {
+		o.Concurrency = append([]int(nil), DefaultSlapConcurrency...)
+	}
+	if o.Iterations == 0 {
+		o.Iterations = DefaultSlapIterations
+	}
+	if len(o.Locks) == 0 {
+		o.Locks = []LockKind{LockNone, LockTable, LockPoint, LockRange}
+	}
+	if o.LoadType == "" {
+		o.LoadType = LoadMixed
+	}
+	if o.NumberOfQueries == 0 {
+		o.NumberOfQueries = DefaultSlapQueries
+	}
+	if o.TableSize == 0 {
+		o.TableSize = DefaultSlapTableSize
+	}
+	if o.Layout == "" {
+		o.Layout = LayoutShared
+	}
+	if o.Storage == "" {
+		o.Storage = StorageMem
+	}
+	if o.LockTimeout == 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if o.Seed == 0 {
+		o.Seed = DefaultSeed
+	}
+}
+
+// Validate reports every problem.
+func (o *SlapOptions) Validate() error {
+	var p txnlock.Problems
+	if len(o.Concurrency) == 0 {
+		p.Addf("no concurrency")
+	}
+	for _, c := range o.Concurrency {
+		if c < 1 {
+			p.Addf("concurrency %d: must be at least 1", c)
+		}
+	}
+	if o.Iterations < 1 {
+		p.Addf("iterations %d: must be at least 1", o.Iterations)
+	}
+	validateLocks(&p, o.Locks)
+	if !o.LoadType.Valid() {
+		p.Addf("unknown load-type %q (want mixed, update, write, key or read)", o.LoadType)
+	}
+	if o.AutoIncMode < 0 || o.AutoIncMode > 2 {
+		p.Addf("autoinc-mode %d: want 0, 1 or 2", o.AutoIncMode)
+	}
+	if o.NumberOfQueries < 1 {
+		p.Addf("number-of-queries %d: must be at least 1", o.NumberOfQueries)
+	}
+	if o.TableSize < 1 {
+		p.Addf("table-size %d: must be at least 1", o.TableSize)
+	}
+	validateLayout(&p, o.Layout)
+	validateStorage(&p, o.Storage)
+	if o.LockTimeout < 0 && o.LockTimeout != txnlock.NoWait {
+		p.Addf("lock-timeout %v is negative", o.LockTimeout)
+	}
+	if o.Delay < 0 {
+		p.Addf("delay %v is negative", o.Delay)
+	}
+	if _, err := newDelayTable(o.Delay, o.DelayRules, 1); err != nil {
+		p.Addf("%v", err)
+	}
+	return p.Err()
+}
+
+// String renders the options as the command line that repeats them.
+func (o SlapOptions) String() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "--concurrency=%s --iterations=%d --lock=%s --load-type=%s --autoinc-mode=%d --number-of-queries=%d --table-size=%d --cf-layout=%s --storage=%s --lock-timeout=%v --seed=%d",
+		JoinInts(o.Concurrency), o.Iterations, JoinLocks(o.Locks), o.LoadType, o.AutoIncMode, o.NumberOfQueries, o.TableSize, o.Layout, o.Storage, o.LockTimeout, o.Seed)
+	if o.Delay > 0 {
+		fmt.Fprintf(&sb, " --delay=%v", o.Delay)
+	}
+	for _, r := range o.DelayRules {
+		fmt.Fprintf(&sb, " --delay-rule='%s'", r)
+	}
+	if o.DigestStats {
+		sb.WriteString(" --digest-stats")
+	}
+	return sb.String()
+}
+
+// Valid reports whether t is a known load type.
+func (t LoadType) Valid() bool {
+	for _, k := range LoadTypes {
+		if t == k {
+			return true
+		}
+	}
+	return false
+}
+
+// SlapResult is one (lock kind, concurrency) over its iterations.
+type SlapResult struct {
+	Lock             LockKind      `json:"lock"`
+	Concurrency      int           `json:"clients"`
+	Iterations       int           `json:"iterations"`
+	QueriesPerClient int           `json:"queries_per_client"`
+	Avg              time.Duration `json:"avg_ns"`
+	Min              time.Duration `json:"min_ns"`
+	Max              time.Duration `json:"max_ns"`
+
+	Deadlocks uint64 `json:"deadlocks"` // victims of real cycles
+	Assumed   uint64 `json:"assumed"`   // victims of a breaker trip (assume-deadlock policy)
+	Trips     uint64 `json:"trips"`     // detector breaker trips, deferred or not
+	Timeouts  uint64 `json:"timeouts"`
+	Retries   uint64 `json:"retries"` // statements re-run after a deadlock or timeout
+
+	// Row check, summed over the iterations.
+	RowsExpected int64    `json:"rows_expected"`
+	RowsFound    int64    `json:"rows_found"`
+	DuplicateIDs int64    `json:"duplicate_ids"` // in the table, or handed out twice by InsertAuto
+	Problems     []string `json:"problems,omitempty"`
+
+	Digests []DigestStat `json:"digests,omitempty"`
+}
+
+// CheckOK reports whether every iteration's table held exactly the rows
+// expected, without duplicate ids.
+func (r *SlapResult) CheckOK() bool {
+	return r.RowsExpected == r.RowsFound && r.DuplicateIDs == 0 && len(r.Problems) == 0
+}
+
+// slapCounters are one client's error counts.
+type slapCounters struct {
+	deadlocks, assumed, timeouts, retries uint64
+	inserted                              []int64 // ids that InsertAuto returned, committed
+}
+
+// RunSlap runs every lock kind at every concurrency. progress, if set, is
+// told each (lock, concurrency) before it starts.
+func RunSlap(ctx context.Context, open Opener, o SlapOptions, progress func(lock LockKind, clients int)) ([]*SlapResult, error) {
+	o.EnsureDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	delays, err := newDelayTable(o.Delay, o.DelayRules, 1)
+	if err != nil {
+		return nil, err
+	}
+	var out []*SlapResult
+	for _, clients := range o.Concurrency {
+		for _, lock := range o.Locks {
+			if progress != nil {
+				progress(lock, clients)
+			}
+			r, err := slapCell(ctx, open, o, delays, lock, clients)
+			if err != nil {
+				return out, err
+			}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func slapCell(ctx context.Context, open Opener, o SlapOptions, delays delayTable, lock LockKind, clients int) (*SlapResult, error) {
+	r := &SlapResult{Lock: lock, Concurrency: clients, Iterations: o.Iterations, QueriesPerClient: max(o.NumberOfQueries/clients, 1)}
+	var digests digestStats
+	if o.DigestStats {
+		digests = newDigestStats(1)
+	}
+	cfg := TableConfig{
+		Tables: 1, TableSize: o.TableSize, Layout: o.Layout, Storage: o.Storage, Dir: o.Dir, Sync: o.Sync,
+		Lock: lock, AutoIncMode: o.AutoIncMode, LockTimeout: o.LockTimeout,
+	}
+	var total time.Duration
+	for it := range o.Iterations {
+		db, err := open(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("bench: open table: %w", err)
+		}
+		d, err := slapIteration(ctx, db, o, delays, r, digests, clients, uint64(it))
+		if cerr := db.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, err
+		}
+		total += d
+		if it == 0 || d < r.Min {
+			r.Min = d
+		}
+		r.Max = max(r.Max, d)
+	}
+	r.Avg = total / time.Duration(o.Iterations)
+	if digests != nil {
+		r.Digests = digests.rows()
+	}
+	return r, nil
+}
+
+// slapIteration runs the clients once on db and adds its counts to r.
+func slapIteration(ctx context.Context, db DB, o SlapOptions, delays delayTable, r *SlapResult, digests digestStats, clients int, it uint64) (time.Duration, error) {
+	det0 := db.DeadlockStats()
+	counters := make([]slapCounters, clients)
+	sessions := make([]*session, clients)
+	errs := make([]error, clients)
+	for i := range sessions {
+		seed := o.Seed*1_000_003 + it*100_003 + uint64(i)
+		sessions[i] = newSession(ctx, db, seed, 1, o.TableSize, delays, digests != nil)
+	}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range clients {
+		wg.Go(func() { errs[i] = slapClient(sessions[i], o.LoadType, r.QueriesPerClient, &counters[i]) })
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := errors.Join(errs...); err != nil {
+		return 0, err
+	}
+	seen := make(map[int64]bool)
+	var inserted int64
+	for i := range counters {
+		c := &counters[i]
+		r.Deadlocks += c.deadlocks
+		r.Assumed += c.assumed
+		r.Timeouts += c.timeouts
+		r.Retries += c.retries
+		for _, id := range c.inserted {
+			if seen[id] {
+				r.DuplicateIDs++
+			}
+			seen[id] = true
+		}
+		inserted += int64(len(c.inserted))
+		if digests != nil {
+			digests.merge(sessions[i].digests)
+		}
+	}
+	r.Trips += db.DeadlockStats().Sub(det0).Trips
+	v, err := db.Verify()
+	if err != nil {
+		return 0, fmt.Errorf("bench: verify: %w", err)
+	}
+	r.RowsExpected += int64(o.TableSize) + inserted
+	r.RowsFound += v.Rows
+	r.DuplicateIDs += v.DuplicateIDs
+	r.Problems = append(r.Problems, v.Problems...)
+	return elapsed, nil
+}
+
+// slapClient runs n autocommit statements. A deadlock victim or a
+// timed-out statement is rolled back and run again, as an application
+// that reads "try restarting transaction" does.
+func slapClient(s *session, lt LoadType, n int, c *slapCounters) error {
+	for q := range n {
+		kind := lt
+		if lt == LoadMixed {
+			kind = LoadWrite
+			if q%2 == 1 {
+				kind = LoadRead
+			}
+		}
+		id := s.id()
+		for {
+			newID, err := slapStatement(s, kind, id)
+			if err == nil {
+				if kind == LoadWrite {
+					c.inserted = append(c.inserted, newID)
+				}
+				break
+			}
+			var de *txnlock.DeadlockError
+			switch {
+			case errors.As(err, &de) && de.LimitExceeded:
+				c.assumed++
+			case errors.Is(err, txnlock.ErrDeadlock):
+				c.deadlocks++
+			case errors.Is(err, txnlock.ErrLockTimeout):
+				c.timeouts++
+			default:
+				if s.ctx.Err() != nil {
+					return s.ctx.Err()
+				}
+				return fmt.Errorf("%w: slap %s: %w", ErrUnexpected, kind, err)
+			}
+			c.retries++
+		}
+	}
+	return nil
+}
+
+// fullScanEnd is the upper id of a full scan.
+const fullScanEnd = 1 << 62
+
+// slapStatement runs one autocommit statement of kind on id (the id is
+// ignored by inserts and scans); it returns the id an insert got.
+func slapStatement(s *session, kind LoadType, id int64) (int64, error) {
+	s.begin(false)
+	var err error
+	var newID int64
+	switch kind {
+	case LoadWrite:
+		newID, err = s.insertAuto(1, s.id())
+	case LoadUpdate:
+		err = s.updateIndex(1, id)
+	case LoadKey:
+		err = s.pointSelect(1, id)
+	case LoadRead:
+		err = s.rangeSelect(StmtFullScan, 1, 1, fullScanEnd, false)
+	}
+	if err == nil {
+		err = s.commit(false)
+	}
+	if err != nil {
+		s.rollback()
+	}
+	return newID, err
+}
+
+// WriteSlapReport prints the results as mysqlslap does, with the lock
+// counts and the row check after each block.
+func WriteSlapReport(w io.Writer, rs []*SlapResult) {
+	for _, r := range rs {
+		fmt.Fprintf(w, "Benchmark\n")
+		fmt.Fprintf(w, "\tRunning for lock %s (%s)\n", r.Lock, engineOf(r.Lock))
+		fmt.Fprintf(w, "\tAverage number of seconds to run all queries: %.3f seconds\n", r.Avg.Seconds())
+		fmt.Fprintf(w, "\tMinimum number of seconds to run all queries: %.3f seconds\n", r.Min.Seconds())
+		fmt.Fprintf(w, "\tMaximum number of seconds to run all queries: %.3f seconds\n", r.Max.Seconds())
+		fmt.Fprintf(w, "\tNumber of clients running queries: %d\n", r.Concurrency)
+		fmt.Fprintf(w, "\tAverage number of queries per client: %d\n", r.QueriesPerClient)
+		fmt.Fprintf(w, "\tDeadlocks: %d real / %d breaker trips (%d reported as deadlocks)\n", r.Deadlocks, r.Trips, r.Assumed)
+		fmt.Fprintf(w, "\tLock wait timeouts: %d\n", r.Timeouts)
+		fmt.Fprintf(w, "\tRetries (try restarting transaction): %d\n", r.Retries)
+		status := "ok"
+		if !r.CheckOK() {
+			status = "FAILED"
+			if len(r.Problems) > 0 {
+				status += ": " + strings.Join(r.Problems, "; ")
+			}
+		}
+		fmt.Fprintf(w, "\tRow check over %d iterations: %d rows expected, %d found, %d duplicate ids: %s\n",
+			r.Iterations, r.RowsExpected, r.RowsFound, r.DuplicateIDs, status)
+		if len(r.Digests) > 0 {
+			fmt.Fprintf(w, "\tDigest statistics:\n")
+			WriteDigestStats(w, r.Digests)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// engineOf names the seed's engine that a lock kind stands for.
+func engineOf(l LockKind) string {
+	switch l {
+	case LockNone:
+		return "like blackhole: no locks"
+	case LockTable:
+		return "like MyISAM: table locks"
+	case LockPoint:
+		return "like InnoDB: row locks"
+	case LockRange:
+		return "row and range locks"
+	}
+	return string(l)
+}

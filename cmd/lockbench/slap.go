@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/txnlock/txnlock/bench"
+)
+
+func slapCmd(ctx context.Context, args []string, stdout, stderr io.Writer, open bench.Opener) error {
+	var o bench.SlapOptions
+	fs := flag.NewFlagSet("slap", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: lockbench slap [flags]\n\nmysqlslap's analog: for each lock kind and concurrency, --iterations times, a fresh table\nand N clients running --number-of-queries/N autocommit statements. Deadlock victims and\ntimed-out statements are retried, as an application would.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	o.Concurrency = append(o.Concurrency, bench.DefaultSlapConcurrency...)
+	fs.Var(intListValue{&o.Concurrency}, "concurrency", "client counts (mysqlslap -c)")
+	fs.IntVar(&o.Iterations, "iterations", bench.DefaultSlapIterations, "iterations per lock kind and concurrency (mysqlslap -i)")
+	o.Locks = []bench.LockKind{bench.LockNone, bench.LockTable, bench.LockPoint, bench.LockRange}
+	fs.Var(lockListValue{&o.Locks}, "lock", "lock kinds (the seed's engines: none=blackhole, table=MyISAM, point=InnoDB; and range)")
+	o.LoadType = bench.LoadMixed
+	fs.Var(stringValue[bench.LoadType]{&o.LoadType}, "load-type", "mixed | update | write | key | read (mysqlslap --auto-generate-sql-load-type)")
+	fs.IntVar(&o.AutoIncMode, "autoinc-mode", 0, "innodb_autoinc_lock_mode: 0 table AUTO-INC lock to end of statement, 1 consecutive, 2 interleaved")
+	fs.IntVar(&o.NumberOfQueries, "number-of-queries", bench.DefaultSlapQueries, "total statements, split across the clients")
+	fs.IntVar(&o.TableSize, "table-size", bench.DefaultSlapTableSize, "rows loaded before the clients start")
+	o.Layout, o.Storage, o.LockTimeout = bench.LayoutShared, bench.StorageMem, bench.DefaultLockTimeout
+	tableFlags(fs, &o.Layout, &o.Storage, &o.Dir, &o.Sync, &o.LockTimeout)
+	throttleFlags(fs, &o.Delay, &o.DelayRules, &o.DigestStats)
+	var seed int64 = bench.DefaultSeed
+	fs.Int64Var(&seed, "seed", bench.DefaultSeed, "random seed")
+	format := "table"
+	fs.Var(choiceValue{&format, []string{"table", "csv", "json"}}, "format", "output: table | csv | json")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if seed < 1 {
+		return usageErr(stderr, "slap", fmt.Errorf("seed %d: must be at least 1", seed))
+	}
+	o.Seed = uint64(seed)
+	if err := o.Validate(); err != nil {
+		return usageErr(stderr, "slap", err)
+	}
+	if format == "table" {
+		fmt.Fprintf(stdout, "lockbench slap %s\n\n", o)
+	}
+	var progress func(bench.LockKind, int)
+	if isTerminal(stderr) {
+		progress = func(l bench.LockKind, c int) {
+			fmt.Fprintf(stderr, "\r\033[Kslap: lock %s, %d clients, %d iterations...", l, c, o.Iterations)
+		}
+	}
+	rs, err := bench.RunSlap(ctx, open, o, progress)
+	if progress != nil {
+		fmt.Fprint(stderr, "\r\033[K")
+	}
+	if err != nil {
+		return err
+	}
+	switch format {
+	case "csv":
+		return writeSlapCSV(stdout, rs)
+	case "json":
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(map[string]any{"options": o.String(), "results": rs})
+	}
+	bench.WriteSlapReport(stdout, rs)
+	return nil
+}
+
+func writeSlapCSV(w io.Writer, rs []*bench.SlapResult) error {
+	cw := csv.NewWriter(w)
+	cw.Write([]string{"lock", "clients", "iterations", "queries_per_client", "avg_s", "min_s", "max_s",
+		"deadlocks", "breaker_trips", "assumed_deadlocks", "timeouts", "retries", "rows_expected", "rows_found", "duplicate_ids", "check_ok"})
+	for _, r := range rs {
+		s := func(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
+		u := func(n uint64) string { return strconv.FormatUint(n, 10) }
+		cw.Write([]string{string(r.Lock), strconv.Itoa(r.Concurrency), strconv.Itoa(r.Iterations), strconv.Itoa(r.QueriesPerClient),
+			s(r.Avg.Seconds()), s(r.Min.Seconds()), s(r.Max.Seconds()),
+			u(r.Deadlocks), u(r.Trips), u(r.Assumed), u(r.Timeouts), u(r.Retries),
+			strconv.FormatInt(r.RowsExpected, 10), strconv.FormatInt(r.RowsFound, 10), strconv.FormatInt(r.DuplicateIDs, 10),
+			strconv.FormatBool(r.CheckOK())})
+	}
+	cw.Flush()
+	return cw.Error()
+}
