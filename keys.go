@@ -30,6 +30,24 @@ func before(k []byte) Bound {
 // afterKey returns the position just after k.
 func afterKey(k []byte) Bound { return Bound{key: k, after: true} }
 
+// BoundBefore returns the position just before key k (canonical: just
+// before k+"\x00" is just after k). A nil k is the empty key, so
+// BoundBefore(nil) is −∞.
+func BoundBefore(k []byte) Bound {
+	if k == nil {
+		k = []byte{}
+	}
+	return before(k)
+}
+
+// BoundAfter returns the position just after key k.
+func BoundAfter(k []byte) Bound {
+	if k == nil {
+		k = []byte{}
+	}
+	return afterKey(k)
+}
+
 // NegInf is the position before every key.
 func NegInf() Bound { return Bound{key: []byte{}} }
 
