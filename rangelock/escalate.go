@@ -1,0 +1,153 @@
+package rangelock
+
+import (
+	"slices"
+
+	"github.com/txnlock/txnlock"
+)
+
+// escalate shrinks the lock memory of f: it takes every stripe mutex (the
+// world of f stops) and replaces each transaction's runs of adjacent
+// Exclusive locks by one wide lock each.
+//
+// Adjacent means adjacent in the whole family: the locks of a run may sit
+// in different stripes, and between two of them there is no lock of
+// another transaction (in any stripe), no waiting request of another
+// transaction, and no EscalationBarrier. The merged lock therefore
+// conflicts with nothing it did not conflict with before; it only covers
+// keys nobody else holds or waits for. A run is merged only if that saves
+// segments: a wide lock is stored once per stripe, so a run of points is
+// merged only when it has more points than the family has stripes.
+func (f *family) escalate() {
+	f.lockStripes()
+	defer f.unlockStripes()
+	if f.dead != nil {
+		return
+	}
+	f.escalations++
+	merged := false
+	for _, txn := range f.m.txns.inFamily(f) {
+		for _, run := range f.exclusiveRunsLocked(txn) {
+			hull, err := txnlock.RangeFromBounds(run[0].Start(), run[len(run)-1].End())
+			if err != nil {
+				panic("rangelock: internal error: escalation hull: " + err.Error())
+			}
+			f.m.txns.note(txn, f, wideStripe)
+			f.acquireWideLocked(txn, hull, txnlock.Exclusive)
+			merged = true
+		}
+	}
+	for i := range f.stripes {
+		f.stripes[i].syncMemExactLocked(&f.m.mem)
+	}
+	if merged && f.m.det != nil {
+		// Waiters that overlap a merged lock now wait for its owner too.
+		f.forEachWaiterLocked(func(w *waiter) { f.recheckLocked(w) })
+	}
+}
+
+// exclusiveRunsLocked returns txn's runs of Exclusive ranges that
+// escalation may merge (see escalate), each as its ranges in key order.
+// Every stripe is held.
+func (f *family) exclusiveRunsLocked(txn txnlock.TxnID) [][]txnlock.Range {
+	// What txn holds Exclusive, in the family as a whole, and how many
+	// segments that costs now.
+	var xs []txnlock.Range
+	for i := range f.stripes {
+		f.stripes[i].tree.Holds(txn, func(r txnlock.Range, m txnlock.Mode) bool {
+			if m == txnlock.Exclusive {
+				xs = append(xs, r)
+			}
+			return true
+		})
+	}
+	xs = mergeRanges(xs)
+	var runs [][]txnlock.Range
+	var run []txnlock.Range
+	flush := func() {
+		if f.escalationSavesLocked(txn, run) {
+			runs = append(runs, run)
+		}
+		run = nil
+	}
+	for i, r := range xs {
+		if i > 0 && !f.mayJoinLocked(txn, xs[i-1], r) {
+			flush()
+		}
+		run = append(run, r)
+	}
+	flush()
+	return runs
+}
+
+// mayJoinLocked reports whether escalation may merge txn's Exclusive
+// ranges left < right across the gap between them.
+func (f *family) mayJoinLocked(txn txnlock.TxnID, left, right txnlock.Range) bool {
+	if b := f.m.opts.EscalationBarrier; b != nil && b(f.id, left, right) {
+		return false
+	}
+	gap, err := txnlock.RangeFromBounds(left.End(), right.Start())
+	if err != nil {
+		return true // touching: no key between them
+	}
+	other := false
+	stop := func(txnlock.TxnID, txnlock.Range, txnlock.Mode) bool {
+		other = true
+		return false
+	}
+	for i := range f.stripes {
+		if f.stripes[i].tree.Conflicts(txn, gap, txnlock.Exclusive, stop); other {
+			return false
+		}
+	}
+	// Nobody else may be waiting in the gap either.
+	var buf [1]txnlock.TxnID
+	probe := request{txn: txn, r: gap, mode: txnlock.Exclusive, stripe: wideStripe}
+	if len(queueBlockers(&f.wide, &probe, newRequest, 0, buf[:0])) > 0 {
+		return false
+	}
+	for i := range f.stripes {
+		f.stripes[i].ascendWaitingLocked(gap, func(kq *keyQueue) bool {
+			other = len(queueBlockers(&kq.q, &probe, newRequest, 0, buf[:0])) > 0
+			return !other
+		})
+		if other {
+			return false
+		}
+	}
+	return true
+}
+
+// escalationSavesLocked reports whether merging run (ranges of txn, in
+// order) into one wide lock stores fewer segments: a point costs one
+// segment, a wide range one per stripe.
+func (f *family) escalationSavesLocked(txn txnlock.TxnID, run []txnlock.Range) bool {
+	if len(run) < 2 {
+		return false
+	}
+	n := 0
+	for _, r := range run {
+		if _, ok := r.PointKey(); ok {
+			n++
+		} else {
+			n += len(f.stripes)
+		}
+	}
+	return n > len(f.stripes)
+}
+
+// mergeRanges sorts rs and merges overlapping and touching ranges.
+func mergeRanges(rs []txnlock.Range) []txnlock.Range {
+	slices.SortFunc(rs, func(a, b txnlock.Range) int { return a.Start().Compare(b.Start()) })
+	out := rs[:0]
+	for _, r := range rs {
+		if n := len(out); n > 0 && r.Start().Compare(out[n-1].End()) <= 0 {
+			if r.End().Compare(out[n-1].End()) > 0 {
+				out[n-1], _ = txnlock.RangeFromBounds(out[n-1].Start(), r.End())
+			}
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}

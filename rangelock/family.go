@@ -1,0 +1,172 @@
+package rangelock
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/google/btree"
+	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/lockwait"
+	"github.com/txnlock/txnlock/locktree"
+)
+
+// family is one column family: its stripes and its wide waiters.
+type family struct {
+	id      txnlock.ColumnFamily
+	m       *Manager
+	stripes []stripe
+
+	// wide is the FIFO list of waiting wide requests. It is modified only
+	// with every stripe mutex held, so any one stripe mutex suffices to
+	// read it.
+	wide lockwait.Queue
+	// The fields below are written with every stripe mutex held and read
+	// with any one.
+	wideCounters lockwait.Counters // waits of wide requests
+	escalations  uint64
+	// wideSeen is set once any wide lock was granted in the family; until
+	// then a point release never looks for wide copies.
+	wideSeen bool
+	// dead is ErrUnknownColumnFamily once dropped, ErrClosed once closed.
+	dead error
+
+	// seq orders waiters across stripes: a waiter takes the next value
+	// under the lock(s) that link it, so seq order is queue order.
+	seq atomic.Uint64
+}
+
+// stripe is one slice of a family: the point locks that hash to it, a copy
+// of every wide lock, and the point requests waiting in it.
+type stripe struct {
+	// mu guards every other field of the stripe.
+	mu   sync.Mutex
+	tree *locktree.Tree
+	// waiting indexes the queues of point waiters by key; nil until the
+	// first waiter.
+	waiting *btree.BTreeG[*keyQueue]
+	// counters counts the point requests of the stripe.
+	counters lockwait.Counters
+	// memReported is the part of tree.Memory() already added to the
+	// manager's memBudget.
+	memReported int64
+	_           [64]byte // keep neighbouring stripes off one cache line
+}
+
+// keyQueue is the FIFO queue of the point requests waiting on one key.
+type keyQueue struct {
+	key []byte
+	q   lockwait.Queue
+}
+
+func keyQueueLess(a, b *keyQueue) bool { return string(a.key) < string(b.key) }
+
+func newFamily(m *Manager, cf txnlock.ColumnFamily) *family {
+	f := &family{id: cf, m: m, stripes: make([]stripe, m.opts.Stripes)}
+	for i := range f.stripes {
+		f.stripes[i].tree = locktree.New()
+	}
+	return f
+}
+
+// lockStripes takes every stripe mutex in ascending order (the lock order).
+func (f *family) lockStripes() {
+	for i := range f.stripes {
+		f.stripes[i].mu.Lock()
+	}
+}
+
+// unlockStripes releases what lockStripes took.
+func (f *family) unlockStripes() {
+	for i := range f.stripes {
+		f.stripes[i].mu.Unlock()
+	}
+}
+
+// queueFor returns the queue of point waiters on key in s, or nil.
+func (s *stripe) queueFor(key []byte) *keyQueue {
+	if s.waiting == nil || s.waiting.Len() == 0 {
+		return nil
+	}
+	kq, _ := s.waiting.Get(&keyQueue{key: key})
+	return kq
+}
+
+// queueForInsert returns the queue of point waiters on key in s, creating
+// it if needed. key must not be modified later.
+func (s *stripe) queueForInsert(key []byte) *keyQueue {
+	if s.waiting == nil {
+		s.waiting = btree.NewG(8, keyQueueLess)
+	}
+	if kq, ok := s.waiting.Get(&keyQueue{key: key}); ok {
+		return kq
+	}
+	kq := &keyQueue{key: key}
+	s.waiting.ReplaceOrInsert(kq)
+	return kq
+}
+
+// ascendWaitingLocked calls fn for the queue of every waiting key of s in
+// r, in key order, until fn returns false. fn must not change s.waiting.
+func (s *stripe) ascendWaitingLocked(r txnlock.Range, fn func(kq *keyQueue) bool) {
+	if s.waiting == nil || s.waiting.Len() == 0 {
+		return
+	}
+	s.waiting.AscendGreaterOrEqual(&keyQueue{key: r.Start().Key()}, func(kq *keyQueue) bool {
+		if txnlock.Point(kq.key).Start().Compare(r.End()) >= 0 {
+			return false
+		}
+		if !r.Contains(kq.key) {
+			return true
+		}
+		return fn(kq)
+	})
+}
+
+// inUseLocked reports whether any lock is held or requested in f.
+func (f *family) inUseLocked() bool {
+	if f.wide.Len() > 0 {
+		return true
+	}
+	for i := range f.stripes {
+		s := &f.stripes[i]
+		if s.tree.Len() > 0 || (s.waiting != nil && s.waiting.Len() > 0) {
+			return true
+		}
+	}
+	return false
+}
+
+// close fails every waiter with ErrClosed and drops every lock. The
+// waiters unlink themselves when they wake.
+func (f *family) close() {
+	f.lockStripes()
+	defer f.unlockStripes()
+	f.dead = txnlock.ErrClosed
+	f.forEachWaiterLocked(func(w *waiter) {
+		w.lw.Fail(txnlock.ErrClosed)
+	})
+	for i := range f.stripes {
+		f.stripes[i].tree = locktree.New()
+	}
+	f.resetMemLocked()
+}
+
+// forEachWaiterLocked calls fn for every linked waiter of f: point waiters
+// stripe by stripe in key order, then wide waiters. Every stripe is held.
+func (f *family) forEachWaiterLocked(fn func(w *waiter)) {
+	for i := range f.stripes {
+		s := &f.stripes[i]
+		if s.waiting == nil {
+			continue
+		}
+		s.waiting.Ascend(func(kq *keyQueue) bool {
+			for lw := kq.q.Front(); lw != nil; lw = lw.Next() {
+				fn(waiterOf(lw))
+			}
+			return true
+		})
+	}
+	for lw := f.wide.Front(); lw != nil; lw = lw.Next() {
+		fn(waiterOf(lw))
+	}
+}

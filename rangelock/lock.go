@@ -1,0 +1,272 @@
+package rangelock
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/lockwait"
+)
+
+// lockReqLocks takes the stripe mutex of a point request, or every stripe
+// mutex for a wide one.
+func (f *family) lockReqLocks(q *request) {
+	if q.point() {
+		f.stripes[q.stripe].mu.Lock()
+		return
+	}
+	f.lockStripes()
+}
+
+// unlockReqLocks releases what lockReqLocks took.
+func (f *family) unlockReqLocks(q *request) {
+	if q.point() {
+		f.stripes[q.stripe].mu.Unlock()
+		return
+	}
+	f.unlockStripes()
+}
+
+// countersLocked returns the counters of q's stripe, or the family's wide
+// counters.
+func (f *family) countersLocked(q *request) *lockwait.Counters {
+	if q.point() {
+		return &f.stripes[q.stripe].counters
+	}
+	return &f.wideCounters
+}
+
+// coveredLocked reports whether q.txn already holds all of q.r in mode or
+// stronger (for a wide request: in every stripe).
+func (f *family) coveredLocked(q *request, mode txnlock.Mode) bool {
+	if q.point() {
+		return f.stripes[q.stripe].tree.Covered(q.txn, q.r, mode)
+	}
+	for i := range f.stripes {
+		if !f.stripes[i].tree.Covered(q.txn, q.r, mode) {
+			return false
+		}
+	}
+	return true
+}
+
+// lock runs request q: grant at once, fail, or queue and wait. On error it
+// returns the blockers at the end, for the error report.
+func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([]txnlock.TxnID, error) {
+	m := f.m
+	m.txns.note(q.txn, f, q.stripe)
+	for escalated := false; ; escalated = true {
+		f.lockReqLocks(q)
+		if f.dead != nil {
+			err := f.dead
+			f.unlockReqLocks(q)
+			return nil, err
+		}
+		if f.coveredLocked(q, q.mode) {
+			f.countersLocked(q).Acquired++ // a re-lock is a no-op
+			f.unlockReqLocks(q)
+			return nil, nil
+		}
+		if m.mem.fitsLocked(f, q) {
+			break
+		}
+		if escalated {
+			f.countersLocked(q).Limits++
+			f.unlockReqLocks(q)
+			return nil, txnlock.ErrLockLimit
+		}
+		f.unlockReqLocks(q)
+		f.escalate()
+	}
+
+	if q.point() {
+		// The common case: nobody holds or waits for anything on k.
+		s := &f.stripes[q.stripe]
+		if f.wide.Len() == 0 && s.queueFor(q.key) == nil && !s.tree.HasConflict(q.txn, q.r, q.mode) {
+			f.acquireLocked(q)
+			s.mu.Unlock()
+			return nil, nil
+		}
+	}
+	var buf [8]txnlock.TxnID
+	blockers := f.blockersLocked(q, newRequest, buf[:0])
+	if len(blockers) > 0 && q.mode == txnlock.Exclusive && f.coveredLocked(q, txnlock.Shared) {
+		q.upgrade = true
+		blockers = f.blockersLocked(q, newRequest, blockers[:0])
+	}
+	if len(blockers) == 0 {
+		f.acquireLocked(q)
+		f.unlockReqLocks(q)
+		return nil, nil
+	}
+	if timeout == txnlock.NoWait {
+		f.countersLocked(q).Timeouts++
+		blockers = slices.Clone(blockers)
+		f.unlockReqLocks(q)
+		return blockers, txnlock.ErrLockTimeout
+	}
+	w := f.enqueueLocked(q, blockers)
+	f.unlockReqLocks(q)
+
+	err := w.lw.Wait(ctx, timeout, m.clock, m.det)
+	if err == nil {
+		return nil, nil
+	}
+	return f.abandon(w, err), err
+}
+
+// acquireLocked grants q at once.
+func (f *family) acquireLocked(q *request) {
+	if q.point() {
+		s := &f.stripes[q.stripe]
+		s.tree.Acquire(q.txn, q.r, q.mode)
+		s.counters.Acquired++
+		s.syncMemLocked(&f.m.mem)
+		return
+	}
+	f.acquireWideLocked(q.txn, q.r, q.mode)
+	f.wideCounters.Acquired++
+}
+
+// enqueueLocked queues q behind everything already waiting and tells the
+// detector what it waits for.
+func (f *family) enqueueLocked(q *request, blockers []txnlock.TxnID) *waiter {
+	now := f.m.clock.Now()
+	w := &waiter{request: *q, blockers: slices.Clone(blockers)}
+	w.r = q.r.Clone() // the caller may reuse its buffers once Lock returns
+	ref := txnlock.LockRef{CF: f.id, Range: w.r, Mode: q.mode}
+	w.lw = lockwait.New(q.txn, ref, now)
+	w.lw.Upgrade = q.upgrade
+	w.lw.Ext = w
+	w.seq = f.seq.Add(1)
+	held := 0
+	if w.point() {
+		w.key, _ = w.r.PointKey()
+		s := &f.stripes[w.stripe]
+		w.kq = s.queueForInsert(w.key)
+		w.kq.q.PushBack(w.lw)
+		s.counters.BeginWait()
+		held = s.tree.TxnCount(q.txn)
+	} else {
+		w.key = nil
+		f.wide.PushBack(w.lw)
+		f.wideCounters.BeginWait()
+		for i := range f.stripes {
+			held += f.stripes[i].tree.TxnCount(q.txn)
+		}
+	}
+	if det := f.m.det; det != nil {
+		w.lw.Resource = det.NewResource()
+		det.SetBlockers(w.lw.Resource, w.blockers)
+		det.Block(txnlock.WaitEdge{Waiter: w.lw, Resource: w.lw.Resource, Lock: ref, LocksHeld: held, Since: now})
+	}
+	return w
+}
+
+// abandon unlinks waiter w after its wait failed with err, tells the
+// detector, and re-checks the waiters that were queued behind it. It
+// returns what blocked w at the end.
+func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
+	var blockers []txnlock.TxnID
+	finish := func(c *lockwait.Counters) {
+		blockers = f.blockersLocked(&w.request, w.seq, nil)
+		c.EndWait(err, w.lw.Since, f.m.clock.Now())
+		if det := f.m.det; det != nil {
+			det.Unblock(w.lw)
+			det.DropResource(w.lw.Resource)
+		}
+	}
+	rs := []txnlock.Range{w.r}
+	if w.point() {
+		s := &f.stripes[w.stripe]
+		s.mu.Lock()
+		finish(&s.counters)
+		kq := w.kq
+		f.unlinkLocked(w)
+		if kq.q.Len() > 0 {
+			f.recheckQueueLocked(kq)
+		}
+		wide := f.wideOverlapsLocked(rs, w.seq)
+		s.mu.Unlock()
+		if wide {
+			f.lockStripes()
+			f.recheckWideLocked(rs, w.seq)
+			f.unlockStripes()
+		}
+		return blockers
+	}
+	f.lockStripes()
+	defer f.unlockStripes()
+	finish(&f.wideCounters)
+	f.wide.Remove(w.lw)
+	for i := range f.stripes {
+		f.recheckStripeLocked(&f.stripes[i], rs)
+	}
+	f.recheckWideLocked(rs, w.seq)
+	return blockers
+}
+
+// recheckQueueLocked re-checks every waiter of a key queue, in order.
+func (f *family) recheckQueueLocked(kq *keyQueue) {
+	for lw := kq.q.Front(); lw != nil; {
+		next := lw.Next()
+		f.recheckLocked(waiterOf(lw))
+		lw = next
+	}
+}
+
+// recheckStripeLocked re-checks the point waiters of s on keys in rs
+// (ranges just released in s, or the range of a waiter that left). s is
+// held.
+func (f *family) recheckStripeLocked(s *stripe, rs []txnlock.Range) {
+	if s.waiting == nil || s.waiting.Len() == 0 {
+		return
+	}
+	var kqs []*keyQueue
+	for _, r := range rs {
+		s.ascendWaitingLocked(r, func(kq *keyQueue) bool {
+			kqs = append(kqs, kq)
+			return true
+		})
+	}
+	for i, kq := range kqs {
+		if i > 0 && kq == kqs[i-1] {
+			continue
+		}
+		f.recheckQueueLocked(kq)
+	}
+}
+
+// wideOverlapsLocked reports whether a wide waiter queued after seq
+// overlaps one of rs. Any stripe is held.
+func (f *family) wideOverlapsLocked(rs []txnlock.Range, seq uint64) bool {
+	for lw := f.wide.Front(); lw != nil; lw = lw.Next() {
+		w := waiterOf(lw)
+		if w.seq > seq && lw.Active() && overlapsAny(w.r, rs) {
+			return true
+		}
+	}
+	return false
+}
+
+// recheckWideLocked re-checks, in queue order, the wide waiters queued
+// after seq that overlap one of rs. Every stripe is held.
+func (f *family) recheckWideLocked(rs []txnlock.Range, seq uint64) {
+	for lw := f.wide.Front(); lw != nil; {
+		next := lw.Next()
+		if w := waiterOf(lw); w.seq > seq && overlapsAny(w.r, rs) {
+			f.recheckLocked(w)
+		}
+		lw = next
+	}
+}
+
+func overlapsAny(r txnlock.Range, rs []txnlock.Range) bool {
+	for _, o := range rs {
+		if r.Overlaps(o) {
+			return true
+		}
+	}
+	return false
+}

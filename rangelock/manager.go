@@ -1,0 +1,243 @@
+package rangelock
+
+import (
+	"context"
+	"hash/maphash"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/txnlock/txnlock"
+)
+
+// Manager is the range lock manager (txnlock.Manager). It is safe for
+// concurrent use.
+type Manager struct {
+	opts  Options
+	det   txnlock.Detector // nil: no deadlock detection
+	clock txnlock.Clock
+	seed  maphash.Seed // hashes point keys to stripes
+	mask  uint64       // Stripes - 1
+
+	closed atomic.Bool
+	// fams is the column family registry, copied on write so that the hot
+	// path reads it with one atomic load. Writers hold admin.
+	fams atomic.Pointer[map[txnlock.ColumnFamily]*family]
+	// admin serializes AddColumnFamily, DropColumnFamily and Close. It
+	// comes before every stripe mutex in the lock order.
+	admin sync.Mutex
+
+	txns txnTable
+	mem  memBudget
+}
+
+var _ txnlock.Manager = (*Manager)(nil)
+
+// New returns a Manager with the default column family registered. It
+// applies EnsureDefaults to a copy of opts and returns the Validate error,
+// if any.
+func New(opts Options) (*Manager, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	m := &Manager{
+		opts:  opts,
+		det:   opts.Detector,
+		clock: opts.Clock,
+		seed:  maphash.MakeSeed(),
+		mask:  uint64(opts.Stripes - 1),
+	}
+	m.mem.init(opts.MaxLockMemory)
+	m.txns.init()
+	fams := map[txnlock.ColumnFamily]*family{
+		txnlock.DefaultColumnFamily: newFamily(m, txnlock.DefaultColumnFamily),
+	}
+	m.fams.Store(&fams)
+	return m, nil
+}
+
+// Options returns the options in use (defaults filled in).
+func (m *Manager) Options() Options { return m.opts }
+
+// family returns the registered column family cf.
+func (m *Manager) family(cf txnlock.ColumnFamily) (*family, error) {
+	if cf < 0 {
+		return nil, txnlock.ErrUnknownColumnFamily
+	}
+	f := (*m.fams.Load())[cf]
+	if f == nil {
+		return nil, txnlock.ErrUnknownColumnFamily
+	}
+	return f, nil
+}
+
+// stripeOf returns the stripe index of point key k.
+func (m *Manager) stripeOf(k []byte) int {
+	return int(maphash.Bytes(m.seed, k) & m.mask)
+}
+
+// Lock acquires req.Range in column family req.CF in req.Mode (see
+// txnlock.Manager). A point range [k, k] takes one stripe mutex; any other
+// range takes every stripe mutex of the family.
+func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
+	f, timeout, err := m.checkLock(ctx, req)
+	if err != nil {
+		return lockErr("lock", req, nil, err)
+	}
+	q := request{txn: req.Txn, r: req.Range, mode: req.Mode, stripe: wideStripe}
+	if k, ok := req.Range.PointKey(); ok {
+		q.key, q.stripe = k, m.stripeOf(k)
+	}
+	blockers, err := f.lock(ctx, &q, timeout)
+	if err != nil {
+		return lockErr("lock", req, blockers, err)
+	}
+	return nil
+}
+
+// checkLock validates a Lock call and returns its family and resolved
+// timeout.
+func (m *Manager) checkLock(ctx context.Context, req txnlock.Request) (*family, time.Duration, error) {
+	switch {
+	case ctx == nil:
+		return nil, 0, txnlock.ErrNilContext
+	case m.closed.Load():
+		return nil, 0, txnlock.ErrClosed
+	case !req.Txn.Valid():
+		return nil, 0, txnlock.ErrInvalidTxn
+	case !req.Mode.Valid():
+		return nil, 0, txnlock.ErrInvalidMode
+	case !req.Range.Valid():
+		return nil, 0, txnlock.ErrInvalidRange
+	}
+	timeout, err := txnlock.ResolveTimeout(req.Timeout, m.opts.LockTimeout)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := m.family(req.CF)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	return f, timeout, nil
+}
+
+// lockErr wraps err for the request.
+func lockErr(op string, req txnlock.Request, blockers []txnlock.TxnID, err error) error {
+	return &txnlock.LockError{Op: op, Txn: req.Txn, CF: req.CF, Range: req.Range, Mode: req.Mode, Blockers: blockers, Err: err}
+}
+
+// Unlock releases the part of r that txn holds in cf: all of r must be
+// held (in any mode), else ErrNotHeld and nothing changes. Unlocking part
+// of a held range keeps the rest of it.
+func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Range) error {
+	req := txnlock.Request{Txn: txn, CF: cf, Range: r}
+	switch {
+	case m.closed.Load():
+		return lockErr("unlock", req, nil, txnlock.ErrClosed)
+	case !txn.Valid():
+		return lockErr("unlock", req, nil, txnlock.ErrInvalidTxn)
+	case !r.Valid():
+		return lockErr("unlock", req, nil, txnlock.ErrInvalidRange)
+	}
+	f, err := m.family(cf)
+	if err != nil {
+		return lockErr("unlock", req, nil, err)
+	}
+	if err := f.unlock(txn, r); err != nil {
+		return lockErr("unlock", req, nil, err)
+	}
+	return nil
+}
+
+// UnlockAll releases every lock txn holds, in every column family, at a
+// cost proportional to the stripes it touched.
+func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
+	req := txnlock.Request{Txn: txn}
+	switch {
+	case m.closed.Load():
+		return lockErr("unlock-all", req, nil, txnlock.ErrClosed)
+	case !txn.Valid():
+		return lockErr("unlock-all", req, nil, txnlock.ErrInvalidTxn)
+	}
+	// Escalation may give txn new wide locks while we release: it records
+	// them in the table, so repeat until the table has nothing for txn.
+	for {
+		touched := m.txns.take(txn)
+		if touched == nil {
+			return nil
+		}
+		for _, t := range touched.fams {
+			t.f.unlockAll(txn, t)
+		}
+	}
+}
+
+// AddColumnFamily registers cf (see txnlock.Manager).
+func (m *Manager) AddColumnFamily(cf txnlock.ColumnFamily) error {
+	req := txnlock.Request{CF: cf}
+	m.admin.Lock()
+	defer m.admin.Unlock()
+	switch {
+	case m.closed.Load():
+		return lockErr("add-column-family", req, nil, txnlock.ErrClosed)
+	case cf < 0:
+		return lockErr("add-column-family", req, nil, txnlock.ErrUnknownColumnFamily)
+	}
+	old := *m.fams.Load()
+	if old[cf] != nil {
+		return lockErr("add-column-family", req, nil, txnlock.ErrColumnFamilyExists)
+	}
+	fams := maps.Clone(old)
+	fams[cf] = newFamily(m, cf)
+	m.fams.Store(&fams)
+	return nil
+}
+
+// DropColumnFamily forgets cf (see txnlock.Manager): ErrColumnFamilyInUse
+// while any lock is held or requested in it, and for the default family.
+func (m *Manager) DropColumnFamily(cf txnlock.ColumnFamily) error {
+	req := txnlock.Request{CF: cf}
+	m.admin.Lock()
+	defer m.admin.Unlock()
+	if m.closed.Load() {
+		return lockErr("drop-column-family", req, nil, txnlock.ErrClosed)
+	}
+	f, err := m.family(cf)
+	if err != nil {
+		return lockErr("drop-column-family", req, nil, err)
+	}
+	if cf == txnlock.DefaultColumnFamily {
+		return lockErr("drop-column-family", req, nil, txnlock.ErrColumnFamilyInUse)
+	}
+	f.lockStripes()
+	defer f.unlockStripes()
+	if f.inUseLocked() {
+		return lockErr("drop-column-family", req, nil, txnlock.ErrColumnFamilyInUse)
+	}
+	f.dead = txnlock.ErrUnknownColumnFamily
+	f.resetMemLocked()
+	fams := maps.Clone(*m.fams.Load())
+	delete(fams, cf)
+	m.fams.Store(&fams)
+	return nil
+}
+
+// Close fails every waiter with ErrClosed, drops every lock, and makes
+// every later call fail with ErrClosed. Closing twice returns ErrClosed.
+func (m *Manager) Close() error {
+	m.admin.Lock()
+	defer m.admin.Unlock()
+	if m.closed.Swap(true) {
+		return &txnlock.LockError{Op: "close", Err: txnlock.ErrClosed}
+	}
+	for _, f := range *m.fams.Load() {
+		f.close()
+	}
+	m.txns.clear()
+	return nil
+}

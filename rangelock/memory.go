@@ -1,0 +1,76 @@
+package rangelock
+
+import (
+	"sync/atomic"
+
+	"github.com/txnlock/txnlock/locktree"
+)
+
+// emptyTreeMemory is what an empty locktree accounts; lock memory is what
+// a tree accounts beyond it.
+var emptyTreeMemory = locktree.New().Memory()
+
+// memBudget is the manager's lock memory, counted sloppily: each stripe
+// adds its changes to total only once they exceed slack, so that the hot
+// path reads a shared word but rarely writes it. The error is at most
+// slack per stripe.
+type memBudget struct {
+	total atomic.Int64 // bytes reported by every stripe
+	max   int64        // Options.MaxLockMemory
+	slack int64        // min(16 KiB, max/1024)
+}
+
+func (b *memBudget) init(max int64) {
+	b.max = max
+	b.slack = min(16<<10, max>>10)
+}
+
+// lockMemory is what s's tree accounts for its locks.
+func (s *stripe) lockMemory() int64 { return s.tree.Memory() - emptyTreeMemory }
+
+// syncMemLocked reports s's change in lock memory if it exceeds the slack.
+func (s *stripe) syncMemLocked(b *memBudget) {
+	if d := s.lockMemory() - s.memReported; d > b.slack || d < -b.slack {
+		b.total.Add(d)
+		s.memReported += d
+	}
+}
+
+// syncMemExactLocked reports all of s's change in lock memory.
+func (s *stripe) syncMemExactLocked(b *memBudget) {
+	if d := s.lockMemory() - s.memReported; d != 0 {
+		b.total.Add(d)
+		s.memReported += d
+	}
+}
+
+// resetMemLocked takes every stripe of f out of the budget (Close, drop).
+// Every stripe is held.
+func (f *family) resetMemLocked() {
+	for i := range f.stripes {
+		s := &f.stripes[i]
+		f.m.mem.total.Add(-s.memReported)
+		s.memReported = 0
+	}
+}
+
+// lockEstimate is what acquiring r adds to one tree at most, roughly: a
+// segment, its key bytes, its B-tree slot and index entry, and the split
+// of a neighbour.
+func lockEstimate(size int) int64 { return 128 + 2*int64(size) }
+
+// fitsLocked reports whether granting q keeps the manager within
+// MaxLockMemory. q's lock(s) are held.
+func (b *memBudget) fitsLocked(f *family, q *request) bool {
+	est := lockEstimate(q.r.Size())
+	if q.point() {
+		s := &f.stripes[q.stripe]
+		return b.total.Load()+s.lockMemory()-s.memReported+est <= b.max
+	}
+	n := b.total.Load()
+	for i := range f.stripes {
+		s := &f.stripes[i]
+		n += s.lockMemory() - s.memReported + est
+	}
+	return n <= b.max
+}

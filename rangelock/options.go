@@ -1,0 +1,96 @@
+package rangelock
+
+import (
+	"fmt"
+	"math/bits"
+	"runtime"
+
+	"github.com/txnlock/txnlock"
+)
+
+// DefaultMaxLockMemory is Options.MaxLockMemory's default: RocksDB's range
+// lock manager allows 64 MiB of lock memory too.
+const DefaultMaxLockMemory = 64 << 20
+
+// MaxStripes bounds Options.Stripes: a wide request takes every stripe
+// mutex of its column family.
+const MaxStripes = 1024
+
+// Options configure a Manager.
+type Options struct {
+	txnlock.WaitOptions
+
+	// Stripes is the number of stripes per column family, a power of two.
+	// A point lock lives in one stripe, a wide range in all of them: more
+	// stripes let more point requests run in parallel and make wide
+	// requests dearer. Default: DefaultStripes(), 4 × GOMAXPROCS rounded
+	// up to a power of two, at least 8 and at most 256.
+	Stripes int
+	// MaxLockMemory bounds the bytes of lock memory the manager accounts
+	// (over every column family). Beyond it a request escalates its column
+	// family and, if still over, fails with ErrLockLimit. Default:
+	// DefaultMaxLockMemory (64 MiB).
+	MaxLockMemory int64
+	// EscalationBarrier, if set, says whether escalation must not merge
+	// two adjacent Exclusive ranges left < right of one transaction in cf
+	// (for example because they belong to different indexes). It is
+	// called with every stripe of cf locked and must not call the
+	// Manager. Default: nil, no barrier.
+	EscalationBarrier func(cf txnlock.ColumnFamily, left, right txnlock.Range) bool
+}
+
+// DefaultStripes is Options.Stripes' default for the current GOMAXPROCS.
+func DefaultStripes() int {
+	n := 4 * runtime.GOMAXPROCS(0)
+	n = 1 << bits.Len(uint(n-1))
+	return min(max(n, 8), 256)
+}
+
+// EnsureDefaults fills zero fields with their defaults.
+func (o *Options) EnsureDefaults() {
+	o.WaitOptions.EnsureDefaults()
+	if o.Stripes == 0 {
+		o.Stripes = DefaultStripes()
+	}
+	if o.MaxLockMemory == 0 {
+		o.MaxLockMemory = DefaultMaxLockMemory
+	}
+}
+
+// Validate reports every problem of o (call EnsureDefaults first: zero
+// values are problems here).
+func (o *Options) Validate() error {
+	var p txnlock.Problems
+	p.Merge(o.WaitOptions.Validate())
+	if o.Clock == nil {
+		p.Addf("Clock is nil")
+	}
+	if o.Stripes <= 0 || o.Stripes > MaxStripes || o.Stripes&(o.Stripes-1) != 0 {
+		p.Addf("Stripes %d is not a power of two in [1, %d]", o.Stripes, MaxStripes)
+	}
+	if o.MaxLockMemory <= 0 {
+		p.Addf("MaxLockMemory %d is not positive", o.MaxLockMemory)
+	}
+	return p.Err()
+}
+
+// String renders the options on one line.
+func (o Options) String() string {
+	det := "none"
+	if o.Detector != nil {
+		det = fmt.Sprintf("%T", o.Detector)
+	}
+	clock := "nil"
+	if o.Clock != nil {
+		clock = fmt.Sprintf("%T", o.Clock)
+	}
+	timeout := o.LockTimeout.String()
+	switch o.LockTimeout {
+	case txnlock.NoWait:
+		timeout = "no-wait"
+	case txnlock.WaitForever:
+		timeout = "forever"
+	}
+	return fmt.Sprintf("lock_timeout=%s detector=%s clock=%s stripes=%d max_lock_memory=%d escalation_barrier=%t",
+		timeout, det, clock, o.Stripes, o.MaxLockMemory, o.EscalationBarrier != nil)
+}

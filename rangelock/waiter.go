@@ -1,0 +1,183 @@
+package rangelock
+
+import (
+	"slices"
+
+	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/lockwait"
+)
+
+// wideStripe is request.stripe for a wide request.
+const wideStripe = -1
+
+// request is one lock request: a caller's, or a waiter's.
+type request struct {
+	txn  txnlock.TxnID
+	r    txnlock.Range
+	mode txnlock.Mode
+	// key and stripe: the key of a point request and its stripe;
+	// stripe is wideStripe for a wide request.
+	key    []byte
+	stripe int
+	// upgrade: the transaction holds all of r Shared and asks for
+	// Exclusive; it waits for the other holders only, not for the queue.
+	upgrade bool
+}
+
+func (q *request) point() bool { return q.stripe != wideStripe }
+
+// waiter is a queued request. It is lockwait.Waiter.Ext of lw. Its fields
+// are guarded by the lock(s) that guard its queue: its stripe's mutex for a
+// point waiter, every stripe mutex for a wide one.
+type waiter struct {
+	request
+	lw  *lockwait.Waiter
+	seq uint64 // position in the family's waiting order
+	kq  *keyQueue
+	// blockers is what the detector was last told.
+	blockers []txnlock.TxnID
+}
+
+func waiterOf(lw *lockwait.Waiter) *waiter { return lw.Ext.(*waiter) }
+
+// newRequest is the seq of a request that is not queued: every queued
+// waiter is ahead of it.
+const newRequest = ^uint64(0)
+
+// blockersLocked appends to dst the transactions that keep q (at queue
+// position seq) from being granted now: the holders of incompatible
+// overlapping locks, then, unless q is an upgrade, the transactions of the
+// still waiting, incompatible, overlapping requests queued ahead of it
+// (a transaction that is both is listed once, as a holder). Each part is
+// sorted by TxnID so that reports do not depend on stripes. The stripe of a
+// point request is held; every stripe for a wide request.
+func (f *family) blockersLocked(q *request, seq uint64, dst []txnlock.TxnID) []txnlock.TxnID {
+	base := len(dst)
+	holders := func(s *stripe) {
+		s.tree.Conflicts(q.txn, q.r, q.mode, func(owner txnlock.TxnID, _ txnlock.Range, _ txnlock.Mode) bool {
+			if !slices.Contains(dst[base:], owner) {
+				dst = append(dst, owner)
+			}
+			return true
+		})
+	}
+	if q.point() {
+		holders(&f.stripes[q.stripe])
+	} else {
+		for i := range f.stripes {
+			holders(&f.stripes[i])
+		}
+	}
+	slices.Sort(dst[base:])
+	if q.upgrade {
+		return dst
+	}
+	mid := len(dst)
+	if q.point() {
+		if kq := f.stripes[q.stripe].queueFor(q.key); kq != nil {
+			dst = queueBlockers(&kq.q, q, seq, base, dst)
+		}
+		dst = queueBlockers(&f.wide, q, seq, base, dst)
+	} else {
+		dst = queueBlockers(&f.wide, q, seq, base, dst)
+		for i := range f.stripes {
+			f.stripes[i].ascendWaitingLocked(q.r, func(kq *keyQueue) bool {
+				dst = queueBlockers(&kq.q, q, seq, base, dst)
+				return true
+			})
+		}
+	}
+	slices.Sort(dst[mid:])
+	return dst
+}
+
+// queueBlockers appends the transactions of the waiters of queue that are
+// ahead of seq, still waiting, of another transaction, overlapping q and
+// incompatible with it.
+// dst[base:] are the blockers found so far.
+func queueBlockers(queue *lockwait.Queue, q *request, seq uint64, base int, dst []txnlock.TxnID) []txnlock.TxnID {
+	for lw := queue.Front(); lw != nil; lw = lw.Next() {
+		w := waiterOf(lw)
+		if w.seq >= seq {
+			break // queues are in seq order
+		}
+		if w.txn == q.txn || !lw.Active() || q.mode.Compatible(w.mode) || !w.r.Overlaps(q.r) {
+			continue
+		}
+		if !slices.Contains(dst[base:], w.txn) {
+			dst = append(dst, w.txn)
+		}
+	}
+	return dst
+}
+
+// recheckLocked re-evaluates waiter w after something it overlaps was
+// released or left the queue: it grants w if nothing blocks it any more,
+// else it tells the detector about a changed set of blockers. It reports
+// whether w was granted. w's lock(s) are held.
+func (f *family) recheckLocked(w *waiter) bool {
+	if !w.lw.Active() {
+		return false // failed: its goroutine unlinks it and re-checks
+	}
+	var buf [8]txnlock.TxnID
+	b := f.blockersLocked(&w.request, w.seq, buf[:0])
+	if len(b) == 0 {
+		return f.grantLocked(w)
+	}
+	if !slices.Equal(b, w.blockers) {
+		w.blockers = slices.Clone(b)
+		if det := f.m.det; det != nil {
+			det.SetBlockers(w.lw.Resource, w.blockers)
+		}
+	}
+	return false
+}
+
+// grantLocked grants waiter w: it acquires w's range, unlinks w and ends
+// its wait. It returns false, changing nothing, if w already failed. w's
+// lock(s) are held.
+func (f *family) grantLocked(w *waiter) bool {
+	if !w.lw.Grant() {
+		return false
+	}
+	now := f.m.clock.Now()
+	if w.point() {
+		s := &f.stripes[w.stripe]
+		s.tree.Acquire(w.txn, w.r, w.mode)
+		s.counters.Acquired++
+		s.counters.EndWait(nil, w.lw.Since, now)
+		s.syncMemLocked(&f.m.mem)
+		f.unlinkLocked(w)
+	} else {
+		f.acquireWideLocked(w.txn, w.r, w.mode)
+		f.wideCounters.Acquired++
+		f.wideCounters.EndWait(nil, w.lw.Since, now)
+		f.wide.Remove(w.lw)
+	}
+	if det := f.m.det; det != nil {
+		det.Unblock(w.lw)
+		det.DropResource(w.lw.Resource)
+	}
+	return true
+}
+
+// acquireWideLocked stores wide range r in every stripe. Every stripe is
+// held.
+func (f *family) acquireWideLocked(txn txnlock.TxnID, r txnlock.Range, mode txnlock.Mode) {
+	f.wideSeen = true
+	for i := range f.stripes {
+		s := &f.stripes[i]
+		s.tree.Acquire(txn, r, mode)
+		s.syncMemLocked(&f.m.mem)
+	}
+}
+
+// unlinkLocked removes point waiter w from its key queue, and the queue
+// from the stripe's index once empty.
+func (f *family) unlinkLocked(w *waiter) {
+	kq := w.kq
+	kq.q.Remove(w.lw)
+	if kq.q.Len() == 0 {
+		f.stripes[w.stripe].waiting.Delete(kq)
+	}
+}
