@@ -1,0 +1,99 @@
+// Package txntable is a TxnID → *R map split into stripes, each with its own
+// mutex, so that per-transaction bookkeeping never funnels every request of
+// a lock manager through one global lock.
+//
+// A manager keeps one record per live transaction (what it holds) and reaches
+// it with Table.Stripe(txn): the caller locks the stripe's Mu, reads or
+// changes the record, and unlocks. Records of different transactions in one
+// stripe share the mutex; nothing else does.
+//
+//	Stripe(txn) ──▶ stripe i: Mu ─ guards ─▶ map[TxnID]*R
+//
+// Lock order: a manager that also locks its own structures (stripes, trees)
+// takes those first and a txntable stripe last; two txntable stripes are
+// never held at once.
+package txntable
+
+import (
+	"sync"
+
+	"github.com/txnlock/txnlock"
+)
+
+// Table maps transaction ids to records of type R. Safe for concurrent use
+// through the stripes' mutexes.
+type Table[R any] struct {
+	stripes []Stripe[R]
+	shift   uint // 64 - log2(len(stripes))
+}
+
+// Stripe is one shard of a Table.
+type Stripe[R any] struct {
+	// Mu guards m and every field of the records it holds that the owning
+	// manager declares "guarded by the transaction stripe".
+	Mu sync.Mutex
+	m  map[txnlock.TxnID]*R
+	_  [112]byte // keep neighbouring stripes' mutexes off one cache-line pair
+}
+
+// New returns a table with n stripes; n is rounded up to a power of two (at
+// least 1).
+func New[R any](n int) *Table[R] {
+	bits := uint(0)
+	for 1<<bits < n {
+		bits++
+	}
+	t := &Table[R]{stripes: make([]Stripe[R], 1<<bits), shift: 64 - bits}
+	for i := range t.stripes {
+		t.stripes[i].m = make(map[txnlock.TxnID]*R)
+	}
+	return t
+}
+
+// Stripe returns the stripe that holds id's record. Ids are spread by a
+// Fibonacci hash, so consecutive ids land in different stripes.
+func (t *Table[R]) Stripe(id txnlock.TxnID) *Stripe[R] {
+	if t.shift == 64 {
+		return &t.stripes[0]
+	}
+	return &t.stripes[(uint64(id)*0x9e3779b97f4a7c15)>>t.shift]
+}
+
+// Len is the number of stripes.
+func (t *Table[R]) Len() int { return len(t.stripes) }
+
+// At returns stripe i, for walks over the whole table (status, close).
+func (t *Table[R]) At(i int) *Stripe[R] { return &t.stripes[i] }
+
+// GetLocked returns id's record or nil. Mu must be held.
+func (s *Stripe[R]) GetLocked(id txnlock.TxnID) *R { return s.m[id] }
+
+// GetOrCreateLocked returns id's record, creating a zero one if there is
+// none; created reports which. Mu must be held.
+func (s *Stripe[R]) GetOrCreateLocked(id txnlock.TxnID) (r *R, created bool) {
+	if r = s.m[id]; r != nil {
+		return r, false
+	}
+	r = new(R)
+	s.m[id] = r
+	return r, true
+}
+
+// DeleteLocked forgets id's record. Mu must be held.
+func (s *Stripe[R]) DeleteLocked(id txnlock.TxnID) { delete(s.m, id) }
+
+// LenLocked is the number of records in the stripe. Mu must be held.
+func (s *Stripe[R]) LenLocked() int { return len(s.m) }
+
+// ClearLocked forgets every record of the stripe. Mu must be held.
+func (s *Stripe[R]) ClearLocked() { clear(s.m) }
+
+// AllLocked calls f for each record of the stripe until f returns false.
+// Mu must be held.
+func (s *Stripe[R]) AllLocked(f func(txnlock.TxnID, *R) bool) {
+	for id, r := range s.m {
+		if !f(id, r) {
+			return
+		}
+	}
+}

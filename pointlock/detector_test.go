@@ -1,0 +1,140 @@
+package pointlock
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/txnlock/txnlock"
+)
+
+// fakeDetector records the calls of the deadlock seam, checks that they are
+// consistent (no edge to an unknown resource, no double Block, no dropped
+// resource with edges), and finds the cycles of waiters that block each
+// other directly through resources, failing the newest waiter, so that the
+// seam can be tested before the deadlock package exists.
+type fakeDetector struct {
+	mu       sync.Mutex
+	next     txnlock.ResourceID
+	res      map[txnlock.ResourceID][]txnlock.TxnID
+	edges    map[txnlock.Waiter]txnlock.WaitEdge
+	log      []string
+	problems []string
+	checks   map[txnlock.TxnID]int
+}
+
+// checked is how many times Check ran for txn's waiters.
+func (d *fakeDetector) checked(txn txnlock.TxnID) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.checks[txn]
+}
+
+func newFakeDetector() *fakeDetector {
+	return &fakeDetector{res: map[txnlock.ResourceID][]txnlock.TxnID{}, edges: map[txnlock.Waiter]txnlock.WaitEdge{}, checks: map[txnlock.TxnID]int{}}
+}
+
+func (d *fakeDetector) logf(format string, args ...any) {
+	d.log = append(d.log, fmt.Sprintf(format, args...))
+}
+
+func (d *fakeDetector) NewResource() txnlock.ResourceID {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.next++
+	d.res[d.next] = nil
+	d.logf("new resource r%d", d.next)
+	return d.next
+}
+
+func (d *fakeDetector) Block(e txnlock.WaitEdge) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.res[e.Resource]; !ok {
+		d.problems = append(d.problems, fmt.Sprintf("block on unknown r%d", e.Resource))
+	}
+	if _, ok := d.edges[e.Waiter]; ok {
+		d.problems = append(d.problems, "double block")
+	}
+	d.edges[e.Waiter] = e
+	d.logf("block %d -> r%d (%v, holds %d)", uint64(e.Waiter.Txn()), e.Resource, e.Lock, e.LocksHeld)
+}
+
+func (d *fakeDetector) Unblock(w txnlock.Waiter) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	e, ok := d.edges[w]
+	if !ok {
+		d.problems = append(d.problems, "unblock without block")
+		return
+	}
+	delete(d.edges, w)
+	d.logf("unblock %d -> r%d", uint64(w.Txn()), e.Resource)
+}
+
+func (d *fakeDetector) SetBlockers(r txnlock.ResourceID, b []txnlock.TxnID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.res[r]; !ok {
+		d.problems = append(d.problems, fmt.Sprintf("set blockers of unknown r%d", r))
+	}
+	s := slices.Clone(b)
+	slices.Sort(s)
+	d.res[r] = s
+	d.logf("blockers r%d = %v", r, s)
+}
+
+func (d *fakeDetector) DropResource(r txnlock.ResourceID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, e := range d.edges {
+		if e.Resource == r {
+			d.problems = append(d.problems, fmt.Sprintf("drop r%d with edges", r))
+		}
+	}
+	delete(d.res, r)
+	d.logf("drop r%d", r)
+}
+
+// Check fails w if it waits (through its resource) for a transaction that
+// waits for a resource blocked by w's transaction: a two-transaction cycle,
+// enough for the upgrade case.
+func (d *fakeDetector) Check(w txnlock.Waiter) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.checks[w.Txn()]++
+	me := d.edges[w]
+	for _, b := range d.res[me.Resource] {
+		if b == w.Txn() {
+			continue
+		}
+		for ow, oe := range d.edges {
+			if ow.Txn() == b && slices.Contains(d.res[oe.Resource], w.Txn()) {
+				d.logf("check %d: cycle with %d", uint64(w.Txn()), uint64(b))
+				return &txnlock.DeadlockError{Victim: w.Txn(), Cycle: []txnlock.CycleEntry{
+					{Txn: w.Txn(), Lock: me.Lock}, {Txn: b, Lock: oe.Lock}}}
+			}
+		}
+	}
+	return nil
+}
+
+func (d *fakeDetector) DetectDelay() time.Duration { return 0 }
+
+// takeLog returns and clears the call log, with any problems found.
+func (d *fakeDetector) takeLog() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var sb strings.Builder
+	for _, l := range d.log {
+		sb.WriteString(l + "\n")
+	}
+	for _, p := range d.problems {
+		sb.WriteString("PROBLEM: " + p + "\n")
+	}
+	fmt.Fprintf(&sb, "edges=%d resources=%d\n", len(d.edges), len(d.res))
+	d.log, d.problems = nil, nil
+	return sb.String()
+}

@@ -1,0 +1,84 @@
+// Package pointlock is the point-lock manager: Shared and Exclusive locks
+// on single keys, per column family, with fair FIFO waiting, lock-wait
+// timeouts, context cancellation, a lock limit, and a seam to a deadlock
+// detector. It implements txnlock.Manager; a request for a range of more
+// than one key fails with ErrRangeNotSupported (use rangelock for ranges).
+//
+// It is built to cost little more than a mutex-guarded map when there is no
+// contention, and to never waste work when there is: a release wakes only
+// the requests it makes grantable.
+//
+// # Structure
+//
+//	Manager
+//	 ├─ cfs (atomic pointer, copy on write) ─▶ cfTable: cf ─▶ lockMap
+//	 │      lockMap = [Stripes]stripe, chosen by maphash(key)
+//	 │      stripe  = mu + map[hash]*entry + counters (no atomics)
+//	 │      entry   = key + first holder + *extra (more holders, FIFO
+//	 │                queue of lockwait.Waiters, detector resource)
+//	 └─ txns (txntable: striped by TxnID) ─▶ txnRecord: []*hold
+//	        what each transaction holds, so that UnlockAll costs what the
+//	        transaction holds, and Unlock is O(1) (a hold knows its slot)
+//
+// # The life of a lock request
+//
+//	Lock(ctx, Request{Txn, CF, Point(k), Mode, Timeout})
+//	  │ validate (txn, mode, range, timeout, cf, ctx): bad input returns
+//	  │ a *LockError before any state is touched
+//	  ▼
+//	stripe := cfs[cf].stripe(hash(k)); lock stripe.mu
+//	  │
+//	  ├─ no entry for k ─────────────────────────── MaxLocks? ─▶ insert entry,
+//	  │                                                          hold, GRANTED
+//	  ├─ txn holds k in a covering mode ─────────────────────▶ GRANTED (no-op)
+//	  ├─ txn is the sole holder, wants X ────────────────────▶ upgrade, GRANTED
+//	  ├─ compatible with holders, no active waiter ──────────▶ add hold, GRANTED
+//	  ├─ Timeout == NoWait ──────────────────────────────────▶ ErrLockTimeout
+//	  ▼
+//	queue a lockwait.Waiter on the entry: at the back, or for an upgrade
+//	behind earlier upgrades and ahead of everyone else; Detector.Block
+//	  │ unlock stripe.mu
+//	  ▼
+//	Waiter.Wait(ctx, timeout, clock, detector)
+//	  ├─ Grant by a releaser (under stripe.mu: unlinked, hold added) ─▶ nil
+//	  └─ Fail (timeout, ctx, deadlock victim, Close) ─▶ lock stripe.mu,
+//	     unlink, Detector.Unblock, re-check the queue like a release ─▶ err
+//
+// A release (Unlock, UnlockAll, or a waiter that gives up) ends in
+// settleLocked: it walks the queue from the front, skips waiters that
+// already failed, grants every request the holders now allow, and stops at
+// the first active request that must still wait. So the leading Shared
+// requests, or the first Exclusive one, are woken — nobody else — and a
+// Shared request never overtakes a waiting Exclusive one.
+//
+// Two Shared holders that both upgrade wait for each other. With a Detector
+// the cycle is found (each upgrade waits for the lock's other holders);
+// without one, the waits end with ErrLockTimeout.
+//
+// # Deadlock seam
+//
+// When an entry gets its first waiter it asks the Detector for a
+// ResourceID and sets its blockers (the holders). Every waiter is a Block
+// edge to that resource; every change of the holders while waiters exist
+// calls SetBlockers again; a grant or a removal calls Unblock; the last
+// waiter to leave calls DropResource. With a nil Detector none of this
+// happens.
+//
+// # Lock order
+//
+//	stripe.mu ─▶ txntable stripe mutex
+//	stripe.mu ─▶ the Detector's own mutex (Block, Unblock, SetBlockers, ...)
+//
+// A goroutine holds at most one stripe.mu, except DropColumnFamily, which
+// locks all stripes of one column family in index order. Manager.cfMu
+// (column family changes, Close) comes before every stripe.mu. Waiter.Wait
+// runs with no lock held.
+//
+// # Memory
+//
+// An uncontended lock is one 48-byte entry (see entry), the key's bytes,
+// one map slot (a 64-bit hash and a pointer), and one pointer in the
+// holder's record. Second holders, waiters and hash collisions allocate the
+// entry's extra on demand. Released entries are recycled per stripe (at
+// most 64 kept), so a lock/unlock cycle allocates only the key.
+package pointlock

@@ -1,0 +1,180 @@
+package pointlock
+
+import (
+	"slices"
+
+	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/lockwait"
+)
+
+// entry is one locked (or requested) key of one column family. It lives in
+// its stripe's map from the first request until the last holder and the last
+// waiter are gone. Every field is guarded by the stripe mutex, except the
+// hold fields marked otherwise.
+//
+// Layout (48 bytes, one size class, on 64-bit platforms):
+//
+//	entry ┌──────────────┬──────────┬────────────────────────────────────┐
+//	      │ key string   │ x *extra │ h hold: e, rec, slot, mode, cfIdx  │
+//	      │ 16 B         │ 8 B      │ 24 B                               │
+//	      └──────────────┴──────────┴────────────────────────────────────┘
+//	                          │ nil until a second holder, a waiter or a
+//	                          ▼ hash collision needs it
+//	extra ┌──────────────┬──────────────┬──────────┬─────────┐
+//	      │ more []*hold │ q lockwait.  │ res      │ next    │
+//	      │ (shared)     │ Queue (FIFO) │ detector │ (chain) │
+//	      └──────────────┴──────────────┴──────────┴─────────┘
+//
+// The first holder is embedded (h), so an uncontended lock is one 48-byte
+// object plus its key bytes. Invariant: h.rec == nil iff the key has no
+// holder; when the embedded holder leaves, a shared holder from more moves
+// into h. Exclusive is only ever held by a sole holder, which is then h.
+type entry struct {
+	key string
+	x   *extra
+	h   hold
+}
+
+// hold is one transaction's lock on one entry. It is linked in two places:
+// in the entry (embedded h or extra.more) under the stripe mutex, and in the
+// transaction's record (txnRecord.holds[slot]) under the transaction
+// stripe's mutex. Its address is stable while it is linked in both.
+type hold struct {
+	e   *entry     // the entry held; immutable
+	rec *txnRecord // the holder; guarded by the stripe mutex (written under both)
+	// slot is the index of this hold in rec.holds; guarded by the mutex of
+	// the transaction stripe of rec.txn.
+	slot  int32
+	mode  txnlock.Mode // guarded by the stripe mutex
+	cfIdx uint16       // the column family's registry index; immutable
+}
+
+// extra is the part of an entry that only shared, contended or colliding
+// keys need.
+type extra struct {
+	more []*hold        // shared holders after h, in grant order
+	q    lockwait.Queue // waiters, FIFO; upgrades at the front
+	res  txnlock.ResourceID
+	next *entry // next entry with the same 64-bit hash in this stripe
+}
+
+// ext returns e.x, allocating it on first use.
+func (e *entry) ext() *extra {
+	if e.x == nil {
+		e.x = &extra{}
+	}
+	return e.x
+}
+
+// holdOfLocked returns txn's hold on e, or nil.
+func (e *entry) holdOfLocked(txn txnlock.TxnID) *hold {
+	if e.h.rec == nil {
+		return nil
+	}
+	if e.h.rec.txn == txn {
+		return &e.h
+	}
+	if e.x != nil {
+		for _, h := range e.x.more {
+			if h.rec.txn == txn {
+				return h
+			}
+		}
+	}
+	return nil
+}
+
+// grantableLocked reports whether holders other than txn allow txn to hold
+// e in mode (the queue is not considered).
+func (e *entry) grantableLocked(txn txnlock.TxnID, mode txnlock.Mode) bool {
+	if e.h.rec == nil {
+		return true
+	}
+	if e.x == nil || len(e.x.more) == 0 {
+		// Sole holder.
+		return e.h.rec.txn == txn || (mode == txnlock.Shared && e.h.mode == txnlock.Shared)
+	}
+	// Several holders: all Shared.
+	return mode == txnlock.Shared
+}
+
+// waitersLocked reports whether any request still waits for e (failed
+// waiters that have not yet unlinked themselves do not count).
+func (e *entry) waitersLocked() bool {
+	if e.x == nil {
+		return false
+	}
+	for w := e.x.q.Front(); w != nil; w = w.Next() {
+		if w.Active() {
+			return true
+		}
+	}
+	return false
+}
+
+// emptyLocked reports whether e has neither holders nor linked waiters.
+func (e *entry) emptyLocked() bool {
+	return e.h.rec == nil && (e.x == nil || e.x.q.Len() == 0)
+}
+
+// holdersLocked appends the holders of e to dst.
+func (e *entry) holdersLocked(dst []txnlock.TxnID) []txnlock.TxnID {
+	if e.h.rec == nil {
+		return dst
+	}
+	dst = append(dst, e.h.rec.txn)
+	if e.x != nil {
+		for _, h := range e.x.more {
+			dst = append(dst, h.rec.txn)
+		}
+	}
+	return dst
+}
+
+// blockersLocked appends to dst what w waits for: the holders other than
+// w's transaction that conflict with it, then the active requests queued
+// ahead of it that conflict with it.
+func (e *entry) blockersLocked(dst []txnlock.TxnID, w *lockwait.Waiter) []txnlock.TxnID {
+	return e.conflictsLocked(dst, w.Txn(), w.Lock.Mode, w)
+}
+
+// conflictsLocked appends to dst, once each, the holders other than txn
+// that conflict with mode, then the active requests of other transactions
+// queued ahead of stop (nil: the whole queue) that conflict with mode.
+func (e *entry) conflictsLocked(dst []txnlock.TxnID, txn txnlock.TxnID, mode txnlock.Mode, stop *lockwait.Waiter) []txnlock.TxnID {
+	add := func(id txnlock.TxnID) {
+		if !slices.Contains(dst, id) {
+			dst = append(dst, id)
+		}
+	}
+	if e.h.rec != nil {
+		if e.h.rec.txn != txn && !e.h.mode.Compatible(mode) {
+			add(e.h.rec.txn)
+		}
+		if e.x != nil {
+			for _, h := range e.x.more {
+				if h.rec.txn != txn && !h.mode.Compatible(mode) {
+					add(h.rec.txn)
+				}
+			}
+		}
+	}
+	if e.x != nil {
+		for o := e.x.q.Front(); o != nil && o != stop; o = o.Next() {
+			if o.Active() && o.Txn() != txn && !o.Lock.Mode.Compatible(mode) {
+				add(o.Txn())
+			}
+		}
+	}
+	return dst
+}
+
+// firstNonUpgradeLocked is where a new upgrade joins the queue: behind
+// earlier upgrades, ahead of every ordinary request.
+func (x *extra) firstNonUpgradeLocked() *lockwait.Waiter {
+	w := x.q.Front()
+	for w != nil && w.Upgrade {
+		w = w.Next()
+	}
+	return w
+}

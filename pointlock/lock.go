@@ -1,0 +1,210 @@
+package pointlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/lockwait"
+)
+
+// Lock acquires the single key of req.Range ([k, k], from txnlock.Point) in
+// req.Mode for req.Txn, waiting as req.Timeout and ctx allow. A range of
+// more than one key is ErrRangeNotSupported. See txnlock.Manager.
+func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
+	key, lm, timeout, err := m.checkLock(ctx, req)
+	if err != nil {
+		return lockErr("lock", req, nil, err)
+	}
+	h := m.hash(key)
+	st := lm.stripe(h)
+	st.mu.Lock()
+	if st.dropped || m.closed.Load() {
+		st.mu.Unlock()
+		return m.lateErr(req, st)
+	}
+	e := st.findLocked(h, key)
+	if e == nil {
+		// A new key: the common, uncontended case.
+		if m.maxLocks > 0 && !m.reserveKey() {
+			st.c.Limits++
+			st.mu.Unlock()
+			return lockErr("lock", req, nil, txnlock.ErrLockLimit)
+		}
+		e = st.insertLocked(h, key)
+		m.addHoldLocked(st, e, req.Txn, req.Mode)
+		st.held++
+		st.c.Acquired++
+		st.mu.Unlock()
+		return nil
+	}
+	held := e.holdOfLocked(req.Txn)
+	switch {
+	case held != nil && held.mode.Covers(req.Mode):
+		// Re-lock: a set, not a counter.
+		st.c.Acquired++
+		st.mu.Unlock()
+		return nil
+	case held != nil && e.grantableLocked(req.Txn, req.Mode):
+		// Upgrade by the sole holder: at once, ahead of any queue.
+		held.mode = req.Mode
+		st.c.Acquired++
+		st.mu.Unlock()
+		return nil
+	case held == nil && e.grantableLocked(req.Txn, req.Mode) && !e.waitersLocked():
+		if e.h.rec == nil {
+			// The entry only had failed waiters leaving: the key is new.
+			if m.maxLocks > 0 && !m.reserveKey() {
+				st.c.Limits++
+				st.mu.Unlock()
+				return lockErr("lock", req, nil, txnlock.ErrLockLimit)
+			}
+			st.held++
+		}
+		m.addHoldLocked(st, e, req.Txn, req.Mode)
+		m.setBlockersLocked(st, e)
+		st.c.Acquired++
+		st.mu.Unlock()
+		return nil
+	}
+	if timeout == txnlock.NoWait {
+		st.c.Timeouts++
+		blockers := m.requestBlockersLocked(e, req.Txn, req.Mode)
+		st.mu.Unlock()
+		return lockErr("lock", req, blockers, txnlock.ErrLockTimeout)
+	}
+	w := m.enqueueLocked(st, e, lm, req, held != nil)
+	st.mu.Unlock()
+
+	err = w.Wait(ctx, timeout, m.clock, m.det)
+	if err == nil {
+		return nil // the granter did the bookkeeping
+	}
+	st.mu.Lock()
+	blockers := e.blockersLocked(nil, w)
+	m.removeWaiterLocked(st, h, e, w, err)
+	st.mu.Unlock()
+	if err != txnlock.ErrLockTimeout {
+		blockers = nil
+	}
+	return lockErr("lock", req, blockers, err)
+}
+
+// checkLock validates a request before any state is touched and returns its
+// key, column family map and resolved timeout.
+func (m *Manager) checkLock(ctx context.Context, req txnlock.Request) (key []byte, lm *lockMap, timeout time.Duration, err error) {
+	if ctx == nil {
+		return nil, nil, 0, txnlock.ErrNilContext
+	}
+	if m.closed.Load() {
+		return nil, nil, 0, txnlock.ErrClosed
+	}
+	if !req.Txn.Valid() {
+		return nil, nil, 0, txnlock.ErrInvalidTxn
+	}
+	if !req.Mode.Valid() {
+		return nil, nil, 0, txnlock.ErrInvalidMode
+	}
+	key, err = pointKey(req.Range)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	t, err := txnlock.ResolveTimeout(req.Timeout, m.opts.LockTimeout)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	if lm = m.cfs.Load().get(req.CF); lm == nil {
+		return nil, nil, 0, txnlock.ErrUnknownColumnFamily
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, 0, err
+	}
+	return key, lm, t, nil
+}
+
+// pointKey returns the key of a [k, k] range.
+func pointKey(r txnlock.Range) ([]byte, error) {
+	key, ok := r.PointKey()
+	if ok {
+		return key, nil
+	}
+	if !r.Valid() {
+		return nil, txnlock.ErrInvalidRange
+	}
+	return nil, txnlock.ErrRangeNotSupported
+}
+
+// lateErr is the error of a request that found its stripe dropped or the
+// manager closed once it held the stripe mutex.
+func (m *Manager) lateErr(req txnlock.Request, st *stripe) error {
+	if m.closed.Load() {
+		return lockErr("lock", req, nil, txnlock.ErrClosed)
+	}
+	return lockErr("lock", req, nil, txnlock.ErrUnknownColumnFamily)
+}
+
+// reserveKey counts one more locked key against MaxLocks, or reports that
+// the limit is reached.
+func (m *Manager) reserveKey() bool {
+	if m.nlocks.Add(1) > m.maxLocks {
+		m.nlocks.Add(-1)
+		return false
+	}
+	return true
+}
+
+// enqueueLocked queues a waiter for req on e and reports the wait to the
+// detector.
+func (m *Manager) enqueueLocked(st *stripe, e *entry, lm *lockMap, req txnlock.Request, upgrade bool) *lockwait.Waiter {
+	ref := txnlock.LockRef{CF: req.CF, Range: txnlock.Point([]byte(e.key)), Mode: req.Mode}
+	w := lockwait.New(req.Txn, ref, m.now())
+	w.Upgrade = upgrade
+	x := e.ext()
+	if upgrade {
+		x.q.InsertBefore(w, x.firstNonUpgradeLocked())
+	} else {
+		x.q.PushBack(w)
+	}
+	st.c.BeginWait()
+	if m.det != nil {
+		if x.res == 0 {
+			x.res = m.det.NewResource()
+			st.scratch = e.holdersLocked(st.scratch[:0])
+			m.det.SetBlockers(x.res, st.scratch)
+		}
+		w.Resource = x.res
+		m.det.Block(txnlock.WaitEdge{
+			Waiter:    w,
+			Resource:  x.res,
+			Lock:      ref,
+			LocksHeld: m.locksHeld(req.Txn),
+			Since:     w.Since,
+		})
+	}
+	return w
+}
+
+// requestBlockersLocked is what a request not yet queued would wait for.
+func (m *Manager) requestBlockersLocked(e *entry, txn txnlock.TxnID, mode txnlock.Mode) []txnlock.TxnID {
+	return e.conflictsLocked(nil, txn, mode, nil)
+}
+
+// locksHeld is how many locks txn holds in this manager.
+func (m *Manager) locksHeld(txn txnlock.TxnID) int {
+	ts := m.txns.Stripe(txn)
+	ts.Mu.Lock()
+	n := 0
+	if rec := ts.GetLocked(txn); rec != nil {
+		n = len(rec.holds)
+	}
+	ts.Mu.Unlock()
+	return n
+}
+
+func lockErr(op string, req txnlock.Request, blockers []txnlock.TxnID, err error) error {
+	r := req.Range
+	if r.Valid() {
+		r = r.Clone() // the caller may reuse its key buffer
+	}
+	return &txnlock.LockError{Op: op, Txn: req.Txn, CF: req.CF, Range: r, Mode: req.Mode, Blockers: blockers, Err: err}
+}

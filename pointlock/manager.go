@@ -1,0 +1,239 @@
+package pointlock
+
+import (
+	"hash/maphash"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/txntable"
+)
+
+// Manager is the point-lock manager: Shared and Exclusive locks on single
+// keys, per column family, with FIFO waiting. It implements txnlock.Manager
+// and is safe for concurrent use.
+type Manager struct {
+	opts     Options
+	det      txnlock.Detector // nil: no deadlock detection
+	clock    txnlock.Clock
+	seed     maphash.Seed
+	hashMask uint64 // ^0; tests narrow it to force hash collisions
+	maxLocks int64
+
+	// cfs is the column family registry, an immutable table replaced as a
+	// whole (copy on write) under cfMu, so that requests read it with one
+	// atomic load.
+	cfs  atomic.Pointer[cfTable]
+	cfMu sync.Mutex // serializes AddColumnFamily, DropColumnFamily, Close
+
+	// txns holds one record per transaction that holds a lock.
+	txns *txntable.Table[txnRecord]
+
+	// nlocks counts locked keys when maxLocks > 0 (unused otherwise).
+	nlocks atomic.Int64
+	closed atomic.Bool
+}
+
+var _ txnlock.Manager = (*Manager)(nil)
+
+// txnRecord is what one transaction holds in this manager. holds is guarded
+// by the mutex of the transaction's txntable stripe; txn is immutable.
+type txnRecord struct {
+	txn   txnlock.TxnID
+	holds []*hold
+}
+
+// cfTable is an immutable snapshot of the registered column families.
+type cfTable struct {
+	def   *lockMap
+	byID  map[txnlock.ColumnFamily]*lockMap
+	byIdx []*lockMap // nil where free
+}
+
+func (t *cfTable) get(cf txnlock.ColumnFamily) *lockMap {
+	if cf == txnlock.DefaultColumnFamily {
+		return t.def
+	}
+	return t.byID[cf]
+}
+
+// New returns a Manager with opts (zero fields take their defaults).
+func New(opts Options) (*Manager, error) {
+	opts.EnsureDefaults()
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	m := &Manager{
+		opts:     opts,
+		det:      opts.Detector,
+		clock:    opts.Clock,
+		seed:     maphash.MakeSeed(),
+		hashMask: math.MaxUint64,
+		maxLocks: int64(opts.MaxLocks),
+		txns:     txntable.New[txnRecord](opts.Stripes),
+	}
+	def := newLockMap(txnlock.DefaultColumnFamily, 0, opts.Stripes)
+	m.cfs.Store(&cfTable{
+		def:   def,
+		byID:  map[txnlock.ColumnFamily]*lockMap{txnlock.DefaultColumnFamily: def},
+		byIdx: []*lockMap{def},
+	})
+	return m, nil
+}
+
+// Options returns the options in effect (defaults filled).
+func (m *Manager) Options() Options { return m.opts }
+
+func (m *Manager) hash(key []byte) uint64 { return maphash.Bytes(m.seed, key) & m.hashMask }
+
+func (m *Manager) hashString(key string) uint64 { return maphash.String(m.seed, key) & m.hashMask }
+
+// AddColumnFamily registers cf. ErrColumnFamilyExists if it exists,
+// ErrUnknownColumnFamily if it is negative.
+func (m *Manager) AddColumnFamily(cf txnlock.ColumnFamily) error {
+	m.cfMu.Lock()
+	defer m.cfMu.Unlock()
+	if m.closed.Load() {
+		return cfErr("add column family", cf, txnlock.ErrClosed)
+	}
+	if cf < 0 {
+		return cfErr("add column family", cf, txnlock.ErrUnknownColumnFamily)
+	}
+	old := m.cfs.Load()
+	if old.byID[cf] != nil {
+		return cfErr("add column family", cf, txnlock.ErrColumnFamilyExists)
+	}
+	idx := -1
+	for i, lm := range old.byIdx {
+		if lm == nil {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		if len(old.byIdx) > math.MaxUint16 {
+			return cfErr("add column family", cf, txnlock.ErrLockLimit)
+		}
+		idx = len(old.byIdx)
+	}
+	t := &cfTable{def: old.def, byID: make(map[txnlock.ColumnFamily]*lockMap, len(old.byID)+1)}
+	for id, lm := range old.byID {
+		t.byID[id] = lm
+	}
+	t.byIdx = append(make([]*lockMap, 0, len(old.byIdx)+1), old.byIdx...)
+	lm := newLockMap(cf, uint16(idx), m.opts.Stripes)
+	if idx == len(t.byIdx) {
+		t.byIdx = append(t.byIdx, lm)
+	} else {
+		t.byIdx[idx] = lm
+	}
+	t.byID[cf] = lm
+	m.cfs.Store(t)
+	return nil
+}
+
+// DropColumnFamily forgets cf. ErrColumnFamilyInUse while any key of cf is
+// held or requested, and for the default column family;
+// ErrUnknownColumnFamily if cf is not registered.
+func (m *Manager) DropColumnFamily(cf txnlock.ColumnFamily) error {
+	m.cfMu.Lock()
+	defer m.cfMu.Unlock()
+	if m.closed.Load() {
+		return cfErr("drop column family", cf, txnlock.ErrClosed)
+	}
+	old := m.cfs.Load()
+	lm := old.get(cf)
+	switch {
+	case cf < 0 || lm == nil:
+		return cfErr("drop column family", cf, txnlock.ErrUnknownColumnFamily)
+	case cf == txnlock.DefaultColumnFamily:
+		return cfErr("drop column family", cf, txnlock.ErrColumnFamilyInUse)
+	}
+	// Lock every stripe (in index order, the only place two stripes are
+	// held at once), check that all are empty, and mark them dropped so
+	// that a request that loaded the old registry fails.
+	for i := range lm.strip {
+		lm.strip[i].mu.Lock()
+	}
+	inUse := false
+	for i := range lm.strip {
+		if len(lm.strip[i].entries) > 0 {
+			inUse = true
+			break
+		}
+	}
+	for i := range lm.strip {
+		lm.strip[i].dropped = !inUse
+		lm.strip[i].mu.Unlock()
+	}
+	if inUse {
+		return cfErr("drop column family", cf, txnlock.ErrColumnFamilyInUse)
+	}
+	t := &cfTable{def: old.def, byID: make(map[txnlock.ColumnFamily]*lockMap, len(old.byID))}
+	for id, l := range old.byID {
+		if id != cf {
+			t.byID[id] = l
+		}
+	}
+	t.byIdx = append([]*lockMap(nil), old.byIdx...)
+	t.byIdx[lm.idx] = nil
+	m.cfs.Store(t)
+	return nil
+}
+
+// Close fails every waiter with ErrClosed, drops every lock, and makes every
+// later call fail with ErrClosed. Closing twice returns ErrClosed.
+func (m *Manager) Close() error {
+	m.cfMu.Lock()
+	defer m.cfMu.Unlock()
+	if m.closed.Swap(true) {
+		return &txnlock.LockError{Op: "close", Err: txnlock.ErrClosed}
+	}
+	for _, lm := range m.cfs.Load().byIdx {
+		if lm == nil {
+			continue
+		}
+		for i := range lm.strip {
+			st := &lm.strip[i]
+			st.mu.Lock()
+			for _, head := range st.entries {
+				for e := head; e != nil; {
+					var next *entry
+					if e.x != nil {
+						for w := e.x.q.Front(); w != nil; w = w.Next() {
+							w.Fail(txnlock.ErrClosed)
+						}
+						next = e.x.next
+					}
+					// Waiters unlink themselves from e.x.q; holds go.
+					e.h.rec = nil
+					if e.x != nil {
+						e.x.more = nil
+					}
+					e = next
+				}
+			}
+			clear(st.entries)
+			st.held = 0
+			st.free, st.freeLen = nil, 0
+			st.mu.Unlock()
+		}
+	}
+	for i := 0; i < m.txns.Len(); i++ {
+		ts := m.txns.At(i)
+		ts.Mu.Lock()
+		ts.ClearLocked()
+		ts.Mu.Unlock()
+	}
+	m.nlocks.Store(0)
+	return nil
+}
+
+func cfErr(op string, cf txnlock.ColumnFamily, err error) error {
+	return &txnlock.LockError{Op: op, CF: cf, Err: err}
+}
+
+// now is the manager clock's time.
+func (m *Manager) now() time.Time { return m.clock.Now() }
