@@ -39,6 +39,10 @@ type core struct {
 	stats   Stats
 	stack   []frame // reused by every search
 	rootBuf [1]*edge
+
+	// testingOnBreak, if set, sees every cycle the moment it is broken,
+	// with the graph still as it was found (tests only).
+	testingOnBreak func(*txnlock.DeadlockError)
 }
 
 // decision is what the wrapper must do after the core decided, outside
@@ -46,8 +50,8 @@ type core struct {
 type decision struct {
 	err      error       // for the requester of Check, or nil
 	victims  []victimErr // other waiters to fail
-	report   *txnlock.DeadlockError
-	deferred bool // wake the background pass
+	reports  []*txnlock.DeadlockError // for OnDeadlock
+	deferred bool                     // wake the background pass
 }
 
 type victimErr struct {
@@ -63,39 +67,55 @@ func (c *core) limits() limits {
 	return limits{depth: c.opts.MaxDepth, steps: c.opts.MaxSteps, time: c.opts.MaxSearchTime, clock: c.opts.Clock}
 }
 
-// check is the on-block search from w's wait.
+// check is the on-block search from w's wait. When the victim of a cycle
+// is another transaction, the search runs again: the requester may close
+// more than one cycle (it waits for a lock with several holders), and it
+// is about to sleep, so no later search would start from it.
 func (c *core) check(w txnlock.Waiter) decision {
-	e := c.g.edges[w]
-	if e == nil {
-		return decision{} // already unblocked, or failed as a victim
+	var d decision
+	for {
+		e := c.g.edges[w]
+		if e == nil {
+			return d // unblocked, or failed as a victim
+		}
+		c.stats.Searches++
+		c.rootBuf[0] = e
+		res := c.g.walk(&c.stack, c.g.txns[e.txn], c.rootBuf[:], e.txn, c.limits(), true)
+		c.rootBuf[0] = nil
+		c.stats.Steps += uint64(res.steps)
+		switch {
+		case res.cycle != nil:
+			b := c.breakCycle(res.cycle, e)
+			d.err = b.err
+			d.victims = append(d.victims, b.victims...)
+			d.reports = append(d.reports, b.reports...)
+			if d.err != nil {
+				return d
+			}
+			continue
+		case res.trip == "":
+			return d
+		}
+		c.stats.Trips++
+		if c.opts.Breaker == Defer {
+			c.stats.Deferred++
+			d.deferred = true
+			return d
+		}
+		c.stats.Assumed++
+		err := &txnlock.DeadlockError{
+			Victim:        e.txn,
+			LimitExceeded: true,
+			Limit:         res.trip,
+			Path:          entries(res.path),
+			Time:          c.opts.Clock.Now(),
+		}
+		c.g.removeEdge(e)
+		c.hist.add(err)
+		d.err = err
+		d.reports = append(d.reports, err)
+		return d
 	}
-	c.stats.Searches++
-	c.rootBuf[0] = e
-	res := c.g.walk(&c.stack, c.g.txns[e.txn], c.rootBuf[:], e.txn, c.limits(), true)
-	c.rootBuf[0] = nil
-	c.stats.Steps += uint64(res.steps)
-	switch {
-	case res.cycle != nil:
-		return c.breakCycle(res.cycle, e)
-	case res.trip == "":
-		return decision{}
-	}
-	c.stats.Trips++
-	if c.opts.Breaker == Defer {
-		c.stats.Deferred++
-		return decision{deferred: true}
-	}
-	c.stats.Assumed++
-	err := &txnlock.DeadlockError{
-		Victim:        e.txn,
-		LimitExceeded: true,
-		Limit:         res.trip,
-		Path:          entries(res.path),
-		Time:          c.opts.Clock.Now(),
-	}
-	c.g.removeEdge(e)
-	c.hist.add(err)
-	return decision{err: err, report: err}
 }
 
 // breakCycle chooses a victim among the waits of cycle, removes its wait
@@ -105,10 +125,13 @@ func (c *core) check(w txnlock.Waiter) decision {
 func (c *core) breakCycle(cycle []*edge, requester *edge) decision {
 	v := c.chooseVictim(cycle, requester)
 	err := &txnlock.DeadlockError{Victim: v.txn, Cycle: entries(cycle), Time: c.opts.Clock.Now()}
+	if c.testingOnBreak != nil {
+		c.testingOnBreak(err)
+	}
 	c.g.removeEdge(v)
 	c.hist.add(err)
 	c.stats.Deadlocks++
-	d := decision{report: err}
+	d := decision{reports: []*txnlock.DeadlockError{err}}
 	if v == requester {
 		d.err = err
 	} else {
@@ -149,7 +172,7 @@ func (c *core) resolve(cycle []*edge) (decision, *edge) {
 	}
 	d := c.breakCycle(live, nil)
 	for i, l := range live {
-		if l.txn == d.report.Victim && c.g.edges[l.waiter] == nil {
+		if l.txn == d.reports[0].Victim && c.g.edges[l.waiter] == nil {
 			return d, cycle[i]
 		}
 	}
@@ -239,4 +262,3 @@ func (g *graph) describe() string {
 	}
 	return sb.String()
 }
-

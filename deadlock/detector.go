@@ -156,8 +156,10 @@ func (d *Detector) apply(dec decision) {
 	if dec.deferred {
 		d.wake()
 	}
-	if dec.report != nil && d.opts.OnDeadlock != nil {
-		d.opts.OnDeadlock(dec.report)
+	if d.opts.OnDeadlock != nil {
+		for _, r := range dec.reports {
+			d.opts.OnDeadlock(r)
+		}
 	}
 }
 

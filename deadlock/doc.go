@@ -1,0 +1,101 @@
+// Package deadlock finds deadlocks among transactions waiting in txnlock
+// lock managers. A Detector implements the txnlock.Detector seam; give the
+// same Detector to every manager (point and range, every column family) and
+// they share one waits-for graph, so a cycle that crosses managers or
+// column families is found. There are no package-level globals.
+//
+// It finds every real cycle, bounds what looking costs, and at the default
+// settings never reports a deadlock that is not there.
+//
+// # The graph
+//
+// Two kinds of node: transactions and resources (a lock with waiters). A
+// waiting transaction points at the resource it waits for; a resource
+// points at the transactions that block it (SetBlockers: its holders).
+//
+//	 txn 7 ──┐
+//	 txn 8 ──┤  (queued, X)               ┌──▶ txn 2 ──▶ res b ──▶ txn 3 ...
+//	 txn 9 ──┼──▶ res a (key "k", cf 1) ──┤
+//	   ...   │                            └──▶ txn 4   (holders, S)
+//	txn 10k ─┘
+//
+// # Why a queue of N waiters does not make a search walk N nodes
+//
+// In a FIFO queue txn 9 also waits for txns 7 and 8 ahead of it. Drawing
+// those edges would make a search from a new waiter walk the whole queue,
+// and a search from each of N waiters walk O(N) nodes: O(N²) for the queue,
+// and InnoDB's "TOO DEEP OR LONG SEARCH" on a hot AUTO-INC lock. But the
+// waiters ahead wait for nothing but the same holders (a waiter waits in
+// one place), so every path through them leads to the holders anyway: the
+// resource node contracts the queue, and waiter → lock → holders is exact.
+// A search from txn 10k visits res a and its holders, and never a queued
+// waiter unless that waiter also holds something on the path. The search
+// marks the resource once it has followed its blockers, so N waiters
+// reached through other paths still expand it once.
+//
+// A transaction never blocks itself: following a resource reached from
+// txn T's wait skips T among its blockers (an upgrading holder is listed
+// among the holders of the lock it waits for, so two Shared holders that
+// both upgrade form the cycle 1 → k → 2 → k → 1). Such a "resource without
+// T" view is private to T, which a search visits once, so it needs no
+// mark. Each node is expanded at most once per search: a search is linear
+// in the part of the graph reachable from its start.
+//
+// # The life of a Check (Mode OnBlock, the default)
+//
+//	manager (its lock held)         waiter (no manager lock)
+//	  NewResource, SetBlockers        Waiter.Wait
+//	  Block(waiter → res) ──────────▶   after DetectDelay: Check(w)
+//	                                      │ mu: depth-first search from w's wait
+//	                                      │     back to w's transaction
+//	         ┌────────────────────────────┼───────────────────┐
+//	         ▼ cycle                      ▼ none              ▼ a limit tripped
+//	  choose the victim, drop its     sleep            Defer: sleep, wake the
+//	  wait, record the history                         background pass
+//	  (requester: Check returns the                    AssumeDeadlock: Check
+//	   *DeadlockError; another txn:                    returns a DeadlockError
+//	   Waiter.Fail, after mu)                          with LimitExceeded
+//	         │
+//	         ▼ OnDeadlock(err), after mu
+//
+// The victim's wait is removed from the graph at once, so no other search
+// breaks the same cycle twice; its manager's later Unblock is a no-op.
+//
+// # The circuit breaker
+//
+// An on-block search runs under the detector's mutex, which every manager
+// takes to report waits, so its cost is bounded: MaxDepth transactions on
+// the path (200), MaxSteps edges followed (1,000,000) and MaxSearchTime
+// (1ms, read from the injected clock every 1024 steps). A search that hits
+// a limit is a trip (counted). InnoDB and RocksDB then assume a deadlock
+// and roll the requester back; here that is Breaker AssumeDeadlock. The
+// default, Defer, lets the requester sleep and wakes the background pass,
+// which searches a snapshot without limits: a real cycle is still broken a
+// moment later, and a long chain without a cycle is never reported.
+//
+// # The background pass
+//
+// A goroutine (started by New unless Mode is Off; stopped by Close) runs a
+// pass when a search was deferred, on every Check in Mode Background, and
+// every BackgroundInterval. A pass copies the graph under the mutex, then
+// searches the copy with the mutex released: a depth-first forest over
+// every waiting transaction, iterative and linear. Each cycle found is
+// re-checked against the live graph under the mutex (every wait still
+// there, every next member still a blocker) before its victim is failed;
+// a cycle that went away meanwhile is counted as a false positive avoided.
+// The periodic pass also catches the one kind of cycle no Check sees: one
+// formed without a new wait, when a transaction that waits in two places
+// at once becomes the holder of a lock others wait for.
+//
+// # Structure
+//
+// graph.go and search.go are a plain graph and its one search: no lock,
+// no goroutine, time only from an injected clock. core.go makes the
+// decisions (victim, report, history, counters) and returns them. Detector
+// (detector.go) wraps the core with one mutex and carries decisions out
+// with the mutex released; its background goroutine is the third layer.
+//
+// Lock order: a manager's locks, then Detector.mu. The detector never
+// calls into a manager; Waiter.Fail and OnDeadlock run after mu is
+// released.
+package deadlock
