@@ -19,6 +19,7 @@ type Manager struct {
 	clock txnlock.Clock
 	seed  maphash.Seed // hashes point keys to stripes
 	mask  uint64       // Stripes - 1
+	fixed bool         // Options.fixedHash
 
 	closed atomic.Bool
 	// fams is the column family registry, copied on write so that the hot
@@ -47,6 +48,7 @@ func New(opts Options) (*Manager, error) {
 		det:   opts.Detector,
 		clock: opts.Clock,
 		seed:  maphash.MakeSeed(),
+		fixed: opts.fixedHash,
 		mask:  uint64(opts.Stripes - 1),
 	}
 	m.mem.init(opts.MaxLockMemory)
@@ -75,6 +77,13 @@ func (m *Manager) family(cf txnlock.ColumnFamily) (*family, error) {
 
 // stripeOf returns the stripe index of point key k.
 func (m *Manager) stripeOf(k []byte) int {
+	if m.fixed {
+		h := uint64(14695981039346656037) // FNV-1a
+		for _, c := range k {
+			h = (h ^ uint64(c)) * 1099511628211
+		}
+		return int(h & m.mask)
+	}
 	return int(maphash.Bytes(m.seed, k) & m.mask)
 }
 

@@ -37,6 +37,11 @@ type Options struct {
 	// called with every stripe of cf locked and must not call the
 	// Manager. Default: nil, no barrier.
 	EscalationBarrier func(cf txnlock.ColumnFamily, left, right txnlock.Range) bool
+
+	// fixedHash makes the stripe of a key the same in every run (tests
+	// whose memory figures depend on it); otherwise the hash is seeded at
+	// random per Manager.
+	fixedHash bool
 }
 
 // DefaultStripes is Options.Stripes' default for the current GOMAXPROCS.

@@ -45,7 +45,8 @@ func TestScenarios(t *testing.T) {
 
 type pending struct {
 	txn     txnlock.TxnID
-	timer   bool // waits with a finite timeout (one manual-clock timer)
+	timer   bool      // waits with a finite timeout (one manual-clock timer)
+	due     time.Time // when the timer fires
 	done    chan error
 	settled bool
 }
@@ -70,7 +71,7 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 	case "new":
 		h.cleanup()
 		h.clock = manualclock.New()
-		opts := Options{Stripes: 4}
+		opts := Options{Stripes: 4, fixedHash: true}
 		opts.Clock = h.clock
 		opts.LockTimeout = txnlock.WaitForever
 		for _, a := range d.CmdArgs {
@@ -85,8 +86,10 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 				keys := a.Vals
 				opts.EscalationBarrier = func(_ txnlock.ColumnFamily, left, right txnlock.Range) bool {
 					for _, k := range keys {
-						if left.End().Compare(txnlock.Point([]byte(k)).End()) <= 0 &&
-							right.Start().Compare(txnlock.Point([]byte(k)).Start()) >= 0 {
+						// k starts a new index: nothing before k merges
+						// with k or anything after it.
+						at := txnlock.Point([]byte(k)).Start()
+						if left.End().Compare(at) <= 0 && right.Start().Compare(at) >= 0 {
 							return true
 						}
 					}
@@ -117,6 +120,9 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		p := &pending{txn: req.Txn, done: make(chan error, 1)}
 		timeout, _ := txnlock.ResolveTimeout(req.Timeout, h.m.opts.LockTimeout)
 		p.timer = timeout != txnlock.WaitForever && timeout != txnlock.NoWait
+		if p.timer {
+			p.due = h.clock.Now().Add(timeout)
+		}
 		go func() { p.done <- h.m.Lock(context.Background(), req) }()
 		if err, done := h.waitStarted(p, req); done {
 			fmt.Fprintf(&out, "%s: %s\n", req.Txn, result(err))
@@ -137,6 +143,13 @@ func (h *harness) run(t *testing.T, d *datadriven.TestData) string {
 		}
 		h.clock.Advance(dur)
 		fmt.Fprintf(&out, "now +%v\n", dur)
+		// The requests whose timers fired fail on their own goroutines:
+		// wait until they have left the queue.
+		for _, p := range h.pending {
+			for p.timer && !p.due.After(h.clock.Now()) && h.isWaiting(p.txn) {
+				time.Sleep(50 * time.Microsecond)
+			}
+		}
 	case "add-cf":
 		fmt.Fprintf(&out, "%s\n", result(h.m.AddColumnFamily(h.cf(d))))
 	case "drop-cf":
