@@ -82,9 +82,13 @@ func (t *Txn) ID() txnlock.TxnID { return t.id }
 // sent again and not counted.
 func (t *Txn) LockRequests() int { return t.locks.requests }
 
-// check fails calls on an ended transaction.
+// check fails calls on an ended transaction: ErrClosed if the DB is
+// closed (Close ended it, or will), else ErrTxnDone.
 func (t *Txn) check(op string) error {
 	if t.state != txnActive {
+		if t.db.isClosed() {
+			return &txnError{op: op, txn: t.id, err: ErrClosed}
+		}
 		return &txnError{op: op, txn: t.id, err: ErrTxnDone}
 	}
 	return nil
@@ -213,13 +217,17 @@ func (t *Txn) Commit() error {
 	return nil
 }
 
-// Rollback discards the transaction's writes and releases its locks.
+// Rollback discards the transaction's writes and releases its locks. On a
+// closed DB it still ends the transaction, and returns ErrClosed.
 func (t *Txn) Rollback() error {
 	if err := t.check("rollback"); err != nil {
 		return err
 	}
 	t.state = txnRolledBack
 	t.finish()
+	if t.db.isClosed() {
+		return &txnError{op: "rollback", txn: t.id, err: ErrClosed}
+	}
 	return nil
 }
 
