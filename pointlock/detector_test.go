@@ -104,7 +104,7 @@ func (d *fakeDetector) DropResource(r txnlock.ResourceID) {
 func (d *fakeDetector) Check(w txnlock.Waiter) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.checks[w.Txn()]++
+	defer func() { d.checks[w.Txn()]++ }() // after the victim is failed
 	me := d.edges[w]
 	for _, b := range d.res[me.Resource] {
 		if b == w.Txn() {
@@ -113,8 +113,10 @@ func (d *fakeDetector) Check(w txnlock.Waiter) error {
 		for ow, oe := range d.edges {
 			if ow.Txn() == b && slices.Contains(d.res[oe.Resource], w.Txn()) {
 				d.logf("check %d: cycle with %d", uint64(w.Txn()), uint64(b))
-				return &txnlock.DeadlockError{Victim: w.Txn(), Cycle: []txnlock.CycleEntry{
+				err := &txnlock.DeadlockError{Victim: w.Txn(), Cycle: []txnlock.CycleEntry{
 					{Txn: w.Txn(), Lock: me.Lock}, {Txn: b, Lock: oe.Lock}}}
+				w.Fail(err) // so that the test sees the waiter leave once checked
+				return err
 			}
 		}
 	}
