@@ -18,7 +18,7 @@ type histogram struct {
 const (
 	histSubBits = 6
 	histSub     = 1 << histSubBits
-	histBuckets = (64 - histSubBits) * histSub
+	histBuckets = (64 - histSubBits + 1) * histSub
 )
 
 func histIndex(v uint64) int {

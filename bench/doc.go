@@ -1,0 +1,62 @@
+// Package bench is lockbench's engine: sysbench's OLTP workloads and a
+// mysqlslap analog run against sysbench's sbtest table (bench/sbtest, on
+// Pebble) to compare txnlock's lock managers, with reports people can
+// read: sysbench's per-run report, the seed's point-vs-range comparison
+// table, CSV, JSON and a plot.
+//
+// # The life of a run
+//
+//	RunPlan(opts)                      for each thread count:
+//	  │                                  Order(locks, pairs): point range range point
+//	  ▼
+//	Run(spec) ── Opener ──▶ fresh table (OpenSBTest: sbtest + one deadlock
+//	  │                      detector shared by its managers; Prepare)
+//	  ▼
+//	N threads, each a session:    event = Workload.event(session)
+//	  BEGIN ─ statements ─ COMMIT     session.pre: delay (throttling), clock
+//	  │                               Tx.<statement> ──▶ sbtest ──▶ lock manager
+//	  │                               session.post: digest stats, query count
+//	  ├─ ok: latency histogram, lock requests
+//	  ├─ ErrDeadlock / ErrLockTimeout: rolled back, an ignored error
+//	  └─ anything else: the run stops (ErrUnexpected)
+//	  ▼
+//	time up / --events reached ─▶ threads finish their event ─▶ Verify ─▶ RunResult
+//	  ▼
+//	Summarize: one Cell per (lock, threads): mean and spread of the runs
+//	  ▼
+//	WriteComparison / WriteCSV / WriteJSON / WritePlot
+//
+// The driver talks to the table through the small DB and Tx interfaces
+// (table.go), so that its accounting is tested against fakes and its own
+// cost is measured against OpenNoop, a table that does nothing.
+//
+// # Why mirrored pairs
+//
+// The shared 2-core machine drifts by 20-40% over minutes. Running the
+// lock kinds back to back in mirrored order (point, range, range, point),
+// each on a fresh table, puts every kind's mean at the same moment of the
+// drift; the spread of a cell, (max-min)/mean of its runs, says how much
+// to trust it.
+//
+// # Slap
+//
+// RunSlap is mysqlslap with --auto-generate-sql: for each lock kind and
+// concurrency, Iterations times, a fresh table and N clients that run
+// NumberOfQueries/N autocommit statements, timed from the first to the
+// last. Unlike mysqlslap, which stops at the first error, a deadlock
+// victim or a timed-out statement is rolled back and run again, and the
+// report counts them, with the detector's breaker trips and a row check.
+//
+// # Throttling and digests
+//
+// As ProxySQL does, a global delay and per-digest delay rules hold a
+// statement back before it runs (its locks taken earlier in the
+// transaction stay held), and per-digest statistics (count, sum/min/max
+// time, rows) show the effect. A digest is a statement shape on one
+// table, e.g. "UPDATE sbtest1 SET k=k+1 WHERE id=?"; its id is a 64-bit
+// hash of that text.
+//
+// Concurrency: each driver thread owns its session, histogram and
+// digest statistics; the interval reporter reads only atomic counters;
+// results are merged after the threads end.
+package bench

@@ -1,0 +1,194 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/txnlock/txnlock"
+)
+
+// fakeDB is a map-backed table for the driver's tests: statements apply
+// to rows under one mutex (no locks, no waits), each takes the lock
+// requests sbtest's point locking would, and faults can be injected per
+// statement kind.
+type fakeDB struct {
+	cfg TableConfig
+
+	mu struct {
+		sync.Mutex
+		rows   []map[int64]int64 // per table: id -> k
+		nextID int64
+		calls  [numStmtKinds]int // statements started, by kind
+		opened int
+	}
+	// fault, if set, is asked before every statement with the kind and
+	// its 1-based call number; a non-nil error fails the statement.
+	fault func(k StmtKind, n int) error
+	// dupAutoInc makes InsertAuto hand out every id twice (a broken
+	// auto-increment, to show the slap row check can fail).
+	dupAutoInc bool
+	det        DeadlockStats
+}
+
+func newFakeDB(cfg TableConfig) *fakeDB {
+	db := &fakeDB{cfg: cfg}
+	db.mu.rows = make([]map[int64]int64, max(cfg.Tables, 1)+1)
+	for t := 1; t < len(db.mu.rows); t++ {
+		db.mu.rows[t] = make(map[int64]int64)
+		for id := int64(1); id <= int64(cfg.TableSize); id++ {
+			db.mu.rows[t][id] = id
+		}
+	}
+	db.mu.nextID = int64(cfg.TableSize)
+	return db
+}
+
+// fakeOpener opens fake tables and records the order of the opens.
+type fakeOpener struct {
+	mu     sync.Mutex
+	opened []TableConfig
+	setup  func(db *fakeDB)
+}
+
+func (o *fakeOpener) open(_ context.Context, cfg TableConfig) (DB, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.opened = append(o.opened, cfg)
+	db := newFakeDB(cfg)
+	if o.setup != nil {
+		o.setup(db)
+	}
+	return db, nil
+}
+
+func (db *fakeDB) Begin() Tx                    { return &fakeTx{db: db} }
+func (db *fakeDB) LockStats() txnlock.Stats     { return txnlock.Stats{} }
+func (db *fakeDB) DeadlockStats() DeadlockStats { return db.det }
+func (db *fakeDB) Close() error                 { return nil }
+
+func (db *fakeDB) Verify() (VerifyReport, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var v VerifyReport
+	for _, rows := range db.mu.rows[1:] {
+		v.Rows += int64(len(rows))
+	}
+	return v, nil
+}
+
+// fakeTx buffers nothing: statements apply at once (the driver's tests
+// need counts, not isolation).
+type fakeTx struct {
+	db    *fakeDB
+	locks map[string]bool
+}
+
+// stmt counts a statement, takes its lock, and asks the fault hook.
+func (tx *fakeTx) stmt(k StmtKind, table int, id int64) error {
+	tx.db.mu.Lock()
+	tx.db.mu.calls[k]++
+	n := tx.db.mu.calls[k]
+	tx.db.mu.Unlock()
+	if tx.db.fault != nil {
+		if err := tx.db.fault(k, n); err != nil {
+			return err
+		}
+	}
+	if k.class() == classWrite && tx.db.cfg.Lock != LockNone {
+		if tx.locks == nil {
+			tx.locks = make(map[string]bool)
+		}
+		tx.locks[fmt.Sprint(table, "/", id)] = true
+	}
+	return nil
+}
+
+func (tx *fakeTx) PointSelect(_ context.Context, t int, id int64) (int, error) {
+	if err := tx.stmt(StmtPointSelect, t, id); err != nil {
+		return 0, err
+	}
+	return 1, nil
+}
+
+func (tx *fakeTx) RangeSelect(_ context.Context, t int, lo, hi int64, _ bool) (int, error) {
+	if err := tx.stmt(StmtSimpleRange, t, lo); err != nil {
+		return 0, err
+	}
+	tx.db.mu.Lock()
+	defer tx.db.mu.Unlock()
+	n := 0
+	for id := range tx.db.mu.rows[t] {
+		if id >= lo && id <= hi {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (tx *fakeTx) UpdateIndex(_ context.Context, t int, id int64) (int, error) {
+	return tx.update(StmtUpdateIndex, t, id)
+}
+
+func (tx *fakeTx) UpdateNonIndex(_ context.Context, t int, id int64, _ string) (int, error) {
+	return tx.update(StmtUpdateNonIndex, t, id)
+}
+
+func (tx *fakeTx) update(k StmtKind, t int, id int64) (int, error) {
+	if err := tx.stmt(k, t, id); err != nil {
+		return 0, err
+	}
+	tx.db.mu.Lock()
+	defer tx.db.mu.Unlock()
+	if _, ok := tx.db.mu.rows[t][id]; !ok {
+		return 0, nil
+	}
+	tx.db.mu.rows[t][id]++
+	return 1, nil
+}
+
+func (tx *fakeTx) Delete(_ context.Context, t int, id int64) (int, error) {
+	if err := tx.stmt(StmtDelete, t, id); err != nil {
+		return 0, err
+	}
+	tx.db.mu.Lock()
+	defer tx.db.mu.Unlock()
+	if _, ok := tx.db.mu.rows[t][id]; !ok {
+		return 0, nil
+	}
+	delete(tx.db.mu.rows[t], id)
+	return 1, nil
+}
+
+func (tx *fakeTx) Insert(_ context.Context, t int, id, k int64, _, _ string) error {
+	if err := tx.stmt(StmtInsert, t, id); err != nil {
+		return err
+	}
+	tx.db.mu.Lock()
+	defer tx.db.mu.Unlock()
+	if _, ok := tx.db.mu.rows[t][id]; ok {
+		return fmt.Errorf("fake: duplicate key %d", id)
+	}
+	tx.db.mu.rows[t][id] = k
+	return nil
+}
+
+func (tx *fakeTx) InsertAuto(_ context.Context, t int, k int64, _, _ string) (int64, error) {
+	tx.db.mu.Lock()
+	id := tx.db.mu.nextID + 1
+	if !tx.db.dupAutoInc || tx.db.mu.calls[StmtInsertAuto]%2 == 1 {
+		tx.db.mu.nextID++
+	}
+	tx.db.mu.Unlock()
+	if err := tx.stmt(StmtInsertAuto, t, id); err != nil {
+		return 0, err
+	}
+	tx.db.mu.Lock()
+	defer tx.db.mu.Unlock()
+	tx.db.mu.rows[t][id] = k
+	return id, nil
+}
+
+func (tx *fakeTx) Commit() error     { return nil }
+func (tx *fakeTx) Rollback() error   { return nil }
+func (tx *fakeTx) LockRequests() int { return len(tx.locks) }
