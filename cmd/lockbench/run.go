@@ -19,6 +19,15 @@ type runFlags struct {
 }
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer, open bench.Opener) error {
+	o, f, err := parseRun(args, stderr)
+	if err != nil {
+		return err
+	}
+	return execRun(ctx, o, f, stdout, stderr, open)
+}
+
+// parseRun reads "lockbench run"'s flags; bad values are usage errors.
+func parseRun(args []string, stderr io.Writer) (bench.Options, runFlags, error) {
 	var o bench.Options
 	var f runFlags
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
@@ -54,21 +63,23 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer, open b
 	f.overhead = 300 * time.Millisecond
 	fs.Var(durationValue{&f.overhead}, "driver-overhead", "measure the driver's own cost per transaction for this long (0 = skip)")
 	if err := parse(fs, args); err != nil {
-		return err
+		return o, f, err
 	}
 	if seed < 1 {
-		return usageErr(stderr, "run", fmt.Errorf("seed %d: must be at least 1", seed))
+		return o, f, usageErr(stderr, "run", fmt.Errorf("seed %d: must be at least 1", seed))
 	}
 	o.Seed = uint64(seed)
 	if f.overhead < 0 {
-		return usageErr(stderr, "run", fmt.Errorf("driver-overhead %v is negative", f.overhead))
-	}
-	if o.Time == 0 && o.Events == 0 {
-		return usageErr(stderr, "run", fmt.Errorf("--time 0 needs --events"))
+		return o, f, usageErr(stderr, "run", fmt.Errorf("driver-overhead %v is negative", f.overhead))
 	}
 	if err := o.Validate(); err != nil {
-		return usageErr(stderr, "run", err)
+		return o, f, usageErr(stderr, "run", err)
 	}
+	return o, f, nil
+}
+
+// execRun runs the plan and prints it.
+func execRun(ctx context.Context, o bench.Options, f runFlags, stdout, stderr io.Writer, open bench.Opener) error {
 
 	// Where each kind of output goes: with csv or json, stdout carries
 	// only the data.

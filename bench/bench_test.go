@@ -1,0 +1,74 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// benchThreads is the seed's thread ramp.
+var benchThreads = []int{1, 2, 4, 8, 16, 32, 64, 100}
+
+// benchWorkload runs b.N transactions of w over N threads on a fresh
+// in-memory table per sub-benchmark, for each lock kind, so that benchstat
+// compares lock=point against lock=range at each thread count:
+//
+//	go test ./bench -run '^$' -bench 'OLTPWriteOnly' -count 10 | tee /tmp/wo.txt
+//	benchstat -col /lock /tmp/wo.txt
+//
+// ns/op is per transaction (wall time, all threads together); qps counts
+// BEGIN and COMMIT as sysbench does. lock=none is the storage and driver
+// alone; driver=noop (BenchmarkDriverOverhead) is the driver alone.
+func benchWorkload(b *testing.B, w Workload, locks ...LockKind) {
+	for _, lock := range locks {
+		for _, threads := range benchThreads {
+			b.Run(fmt.Sprintf("lock=%s/threads=%d", lock, threads), func(b *testing.B) {
+				runBench(b, OpenSBTest, w, lock, threads)
+			})
+		}
+	}
+}
+
+func runBench(b *testing.B, open Opener, w Workload, lock LockKind, threads int) {
+	ctx := context.Background()
+	db, err := open(ctx, TableConfig{
+		Tables: 1, TableSize: DefaultTableSize, Layout: LayoutShared, Storage: StorageMem,
+		Lock: lock, AutoIncMode: 1, LockTimeout: DefaultLockTimeout,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	b.ResetTimer()
+	r, err := runOn(ctx, db, RunSpec{
+		Workload: w, Threads: threads, Events: int64(b.N), Seed: 1,
+		Table: TableConfig{Tables: 1, TableSize: DefaultTableSize, Lock: lock},
+	})
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(r.QPS(), "qps")
+	b.ReportMetric(r.LocksPerTxn(), "locks/txn")
+	if r.Errors() > 0 {
+		b.ReportMetric(float64(r.Errors())/float64(b.N), "errors/op")
+	}
+}
+
+// BenchmarkOLTPWriteOnly: sysbench oltp_write_only, the seed's main table.
+func BenchmarkOLTPWriteOnly(b *testing.B) {
+	benchWorkload(b, OLTPWriteOnly, LockPoint, LockRange, LockNone)
+}
+
+// BenchmarkOLTPUpdateNonIndex: one UPDATE c per transaction, one lock.
+func BenchmarkOLTPUpdateNonIndex(b *testing.B) {
+	benchWorkload(b, OLTPUpdateNonIndex, LockPoint, LockRange, LockNone)
+}
+
+// BenchmarkDriverOverhead: the driver's own cost per transaction, against
+// a table that does nothing.
+func BenchmarkDriverOverhead(b *testing.B) {
+	for _, w := range []Workload{OLTPWriteOnly, OLTPUpdateNonIndex} {
+		b.Run(string(w), func(b *testing.B) { runBench(b, OpenNoop, w, LockNone, 1) })
+	}
+}

@@ -1,0 +1,290 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/txnlock/txnlock/bench"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// cli runs the command in-process and returns its exit code and output.
+func cli(t *testing.T, open bench.Opener, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := lockbench(context.Background(), args, &stdout, &stderr, open)
+	return code, stdout.String(), stderr.String()
+}
+
+// TestMainJob: no arguments is the seed's comparison at the README's
+// settings (parsed, not run: it takes two minutes).
+func TestMainJob(t *testing.T) {
+	o, f, err := parseRun(mainJob, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, bench.OLTPWriteOnly, o.Workload)
+	assert.Equal(t, []bench.LockKind{bench.LockPoint, bench.LockRange}, o.Locks)
+	assert.Equal(t, []int{1, 2, 4, 8, 16, 32, 64, 100}, o.Threads)
+	assert.Equal(t, 3*time.Second, o.Time)
+	assert.Equal(t, bench.StorageMem, o.Storage)
+	assert.Equal(t, bench.LayoutShared, o.Layout)
+	assert.Equal(t, 1, o.Pairs)
+	assert.Equal(t, "lockbench.png", f.plot)
+	assert.Equal(t, "table", f.format)
+	runs := len(o.Threads) * len(o.Locks) * 2 * o.Pairs
+	assert.LessOrEqual(t, time.Duration(runs)*o.Time, 100*time.Second, "about two minutes with prepare")
+}
+
+// TestRunEveryFlag: every run flag at once, csv on stdout and nothing
+// else; reports, interval lines and the plot notice on stderr.
+func TestRunEveryFlag(t *testing.T) {
+	dir := t.TempDir()
+	plot := filepath.Join(dir, "qps.png")
+	code, stdout, stderr := cli(t, bench.OpenNoop, "run",
+		"--workload", "oltp_read_write", "--lock", "point,range,none", "--threads", "1,2",
+		"--time", "0.05", "--events", "1000000", "--table-size", "500", "--tables", "2",
+		"--cf-layout", "per-index", "--storage", "disk", "--dir", dir, "--sync", "--no-sk",
+		"--lock-timeout", "2s", "--report-interval", "20ms", "--pairs", "1", "--format", "csv",
+		"--plot", plot, "--per-run", "full", "--delay", "0", "--delay-rule", "SELECT c FROM sbtest2 WHERE id=?=1us",
+		"--digest-stats", "--seed", "9", "--driver-overhead", "10ms")
+	require.Equal(t, 0, code, stderr)
+	recs, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
+	require.NoError(t, err, stdout)
+	require.Len(t, recs, 1+3*2, "a header and one row per (lock, threads)")
+	assert.Equal(t, bench.CSVHeader, recs[0])
+	for _, want := range []string{"workload", "lock", "threads", "tps", "qps", "lat_avg_ms", "lat_p95_ms", "lat_max_ms", "deadlocks", "timeouts", "locks_per_txn", "spread_pct"} {
+		assert.Contains(t, recs[0], want)
+	}
+	assert.Equal(t, []string{"oltp_read_write", "point", "1"}, recs[1][:3])
+	assert.Equal(t, []string{"oltp_read_write", "none", "2"}, recs[6][:3])
+	assert.Contains(t, stderr, "SQL statistics:")
+	assert.Contains(t, stderr, "Digest statistics:")
+	assert.Contains(t, stderr, "SELECT c FROM sbtest2 WHERE id=?")
+	assert.Contains(t, stderr, "] thds: 2 tps: ")
+	assert.Contains(t, stderr, "wrote "+plot)
+	f, err := os.Open(plot)
+	require.NoError(t, err)
+	defer f.Close()
+	_, err = png.Decode(f)
+	require.NoError(t, err, "the plot is a PNG")
+}
+
+// TestRunTable: the default format prints the options, each run and the
+// seed's comparison table.
+func TestRunTable(t *testing.T) {
+	code, stdout, stderr := cli(t, bench.OpenNoop, "run", "--threads", "1,4", "--events", "200", "--time", "0", "--per-run", "line")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "lockbench run --workload=oltp_write_only --lock=point,range --threads=1,4")
+	assert.Equal(t, 8, strings.Count(stdout, "\nrun "), stdout)
+	assert.Regexp(t, `Threads\s+point\s+range\s+range/point\*100\s+spread`, stdout)
+	assert.Contains(t, stdout, "time per transaction at 1 thread: driver alone")
+	assert.Empty(t, stderr)
+}
+
+func TestRunJSON(t *testing.T) {
+	code, stdout, stderr := cli(t, bench.OpenNoop, "run", "--threads", "2", "--events", "100", "--workload", "oltp_point_select", "--format", "json", "--per-run", "none")
+	require.Equal(t, 0, code, stderr)
+	var doc struct {
+		Workload string           `json:"workload"`
+		Cells    []map[string]any `json:"cells"`
+		Runs     []map[string]any `json:"runs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &doc), stdout)
+	assert.Equal(t, "oltp_point_select", doc.Workload)
+	assert.Len(t, doc.Cells, 2)
+	assert.Len(t, doc.Runs, 4)
+}
+
+// TestRunSBTest: the real table, on disk, every layout flag.
+func TestRunSBTest(t *testing.T) {
+	code, stdout, stderr := cli(t, bench.OpenSBTest, "run", "--threads", "2", "--events", "100", "--time", "0",
+		"--table-size", "300", "--tables", "2", "--cf-layout", "per-table", "--storage", "disk", "--dir", t.TempDir(),
+		"--sync", "--format", "csv", "--driver-overhead", "0")
+	require.Equal(t, 0, code, stderr)
+	recs, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, recs, 3)
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	lpt, err := strconv.ParseFloat(recs[1][col["locks_per_txn"]], 64)
+	require.NoError(t, err)
+	assert.InDelta(t, 3, lpt, 0.1, "point")
+	assert.Equal(t, "true", recs[2][col["verify_ok"]])
+}
+
+// TestThrottling: the second seed with a 20 ms rule on the point select:
+// that digest's min time and the transactions' min latency are >= 20 ms.
+func TestThrottling(t *testing.T) {
+	code, stdout, stderr := cli(t, bench.OpenSBTest, "run", "--workload", "oltp_point_select", "--lock", "point",
+		"--threads", "1", "--events", "3", "--time", "0", "--table-size", "100",
+		"--delay-rule", "SELECT c FROM sbtest1 WHERE id=?=20ms", "--digest-stats", "--driver-overhead", "0")
+	require.Equal(t, 0, code, stderr)
+	m := regexp.MustCompile(`(?m)^\s+min:\s+([0-9.]+)$`).FindStringSubmatch(stdout)
+	require.NotNil(t, m, stdout)
+	minMs, _ := strconv.ParseFloat(m[1], 64)
+	assert.GreaterOrEqual(t, minMs, 20.0)
+	d := regexp.MustCompile(`(?m)^(0x[0-9A-F]{16})\s+SELECT c FROM sbtest1 WHERE id=\?\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)`).FindStringSubmatch(stdout)
+	require.NotNil(t, d, stdout)
+	assert.Equal(t, "3", d[2], "count_star")
+	minUs, _ := strconv.Atoi(d[4])
+	assert.GreaterOrEqual(t, minUs, 20000, "min_time_us")
+}
+
+// TestSlapEveryFlag: every slap flag, on the real table.
+func TestSlapEveryFlag(t *testing.T) {
+	for _, format := range []string{"table", "csv", "json"} {
+		code, stdout, stderr := cli(t, bench.OpenSBTest, "slap", "--concurrency", "5,10", "--iterations", "2",
+			"--lock", "table,point", "--load-type", "mixed", "--autoinc-mode", "0", "--number-of-queries", "40",
+			"--table-size", "10", "--cf-layout", "per-index", "--storage", "mem", "--lock-timeout", "3s",
+			"--delay", "0", "--delay-rule", "INSERT INTO sbtest1 (k, c, pad) VALUES (?, ?, ?)=1us", "--digest-stats",
+			"--seed", "4", "--format", format)
+		require.Equal(t, 0, code, stderr)
+		switch format {
+		case "table":
+			assert.Equal(t, 4, strings.Count(stdout, "Benchmark\n"))
+			assert.Contains(t, stdout, "Average number of queries per client: 8")
+			assert.Contains(t, stdout, "Number of clients running queries: 10")
+			assert.Contains(t, stdout, "Deadlocks: 0 real / 0 breaker trips")
+			assert.Contains(t, stdout, "Row check over 2 iterations: 60 rows expected, 60 found, 0 duplicate ids: ok")
+			assert.Contains(t, stdout, "INSERT INTO sbtest1 (k, c, pad) VALUES (?, ?, ?)")
+		case "csv":
+			recs, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
+			require.NoError(t, err)
+			require.Len(t, recs, 5)
+			assert.Equal(t, "true", recs[4][len(recs[4])-1])
+		case "json":
+			var doc struct {
+				Results []bench.SlapResult `json:"results"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(stdout), &doc))
+			assert.Len(t, doc.Results, 4)
+		}
+	}
+	code, _, stderr := cli(t, bench.OpenSBTest, "slap", "--concurrency", "3", "--iterations", "1", "--lock", "point",
+		"--load-type", "update", "--autoinc-mode", "2", "--number-of-queries", "9", "--storage", "disk", "--dir", t.TempDir(), "--sync")
+	require.Equal(t, 0, code, stderr)
+}
+
+// TestBadValues: each prints a clear error and exits 2.
+func TestBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--workload", "oltp_nope"}, `unknown workload "oltp_nope"`},
+		{[]string{"run", "--threads", "0"}, "threads 0: must be at least 1"},
+		{[]string{"run", "--threads", "1,x"}, `"x" is not an integer`},
+		{[]string{"run", "--time", "-5"}, "time -5s is negative"},
+		{[]string{"run", "--time", "soon"}, "neither a duration"},
+		{[]string{"run", "--time", "0"}, "a run would never end"},
+		{[]string{"run", "--lock", "point,row"}, `unknown lock kind "row"`},
+		{[]string{"run", "--events", "-1"}, "events -1"},
+		{[]string{"run", "--table-size", "0"}, "table-size 0"},
+		{[]string{"run", "--tables", "0"}, "tables 0"},
+		{[]string{"run", "--cf-layout", "diagonal"}, "unknown cf-layout"},
+		{[]string{"run", "--storage", "tape"}, "unknown storage"},
+		{[]string{"run", "--pairs", "0"}, "pairs 0"},
+		{[]string{"run", "--report-interval", "-1"}, "report-interval"},
+		{[]string{"run", "--lock-timeout", "-3s"}, "lock-timeout"},
+		{[]string{"run", "--format", "xml"}, `"xml" is not one of table, csv, json`},
+		{[]string{"run", "--per-run", "some"}, `"some" is not one of`},
+		{[]string{"run", "--delay", "-1ms"}, "delay -1ms is negative"},
+		{[]string{"run", "--delay-rule", "nodelay"}, "want DIGEST=DURATION"},
+		{[]string{"run", "--delay-rule", "SELECT 1=5ms"}, "names no statement"},
+		{[]string{"run", "--seed", "0"}, "seed 0"},
+		{[]string{"run", "--driver-overhead", "-1s"}, "driver-overhead"},
+		{[]string{"run", "--no-such-flag"}, "flag provided but not defined"},
+		{[]string{"run", "extra"}, `unexpected argument "extra"`},
+		{[]string{"bench"}, `unknown command "bench"`},
+		{[]string{"slap", "--concurrency", "0"}, "concurrency 0"},
+		{[]string{"slap", "--iterations", "0"}, "iterations 0"},
+		{[]string{"slap", "--lock", "myisam"}, `unknown lock kind "myisam"`},
+		{[]string{"slap", "--load-type", "bulk"}, "unknown load-type"},
+		{[]string{"slap", "--autoinc-mode", "3"}, "autoinc-mode 3"},
+		{[]string{"slap", "--number-of-queries", "0"}, "number-of-queries 0"},
+		{[]string{"slap", "--format", "xml"}, "not one of"},
+		{[]string{"slap", "--delay-rule", "SELECT 1=5ms"}, "names no statement"},
+	} {
+		code, stdout, stderr := cli(t, failOpen(t), tc.args...)
+		assert.Equal(t, exitUsage, code, "%v", tc.args)
+		assert.Contains(t, stderr, tc.want, "%v", tc.args)
+		assert.Empty(t, stdout, "%v", tc.args)
+	}
+}
+
+// failOpen fails the test if a bad command line gets as far as a table.
+func failOpen(t *testing.T) bench.Opener {
+	return func(context.Context, bench.TableConfig) (bench.DB, error) {
+		t.Error("a table was opened")
+		return nil, errors.New("unexpected open")
+	}
+}
+
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"run", "-h"}, {"slap", "--help"}} {
+		code, stdout, stderr := cli(t, failOpen(t), args...)
+		assert.Equal(t, exitOK, code, "%v", args)
+		assert.Contains(t, stdout+stderr, "usage: lockbench", "%v", args)
+	}
+}
+
+// TestRunFailure: a failing table is exit 1, not a usage error.
+func TestRunFailure(t *testing.T) {
+	code, _, stderr := cli(t, func(context.Context, bench.TableConfig) (bench.DB, error) {
+		return nil, errors.New("disk on fire")
+	}, "run", "--threads", "1", "--events", "1")
+	assert.Equal(t, exitFail, code)
+	assert.Contains(t, stderr, "disk on fire")
+}
+
+// TestBinaryExitCodes builds lockbench and checks its exit status.
+func TestBinaryExitCodes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "lockbench")
+	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	require.NoError(t, err, string(out))
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"run", "--workload", "nope"}, 2},
+		{[]string{"run", "--threads", "0"}, 2},
+		{[]string{"run", "--time", "-1"}, 2},
+		{[]string{"run", "--lock", "row"}, 2},
+		{[]string{"slap", "--load-type", "x"}, 2},
+		{[]string{"frobnicate"}, 2},
+		{[]string{"help"}, 0},
+		{[]string{"run", "--threads", "1", "--events", "20", "--time", "0", "--table-size", "100", "--per-run", "none", "--driver-overhead", "0"}, 0},
+	} {
+		cmd := exec.Command(bin, tc.args...)
+		out, err := cmd.CombinedOutput()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else {
+			require.NoError(t, err)
+		}
+		assert.Equal(t, tc.code, code, "%v: %s", tc.args, out)
+	}
+}
