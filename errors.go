@@ -85,7 +85,7 @@ type CycleEntry struct {
 	Txn       TxnID
 	Lock      LockRef
 	Holders   []TxnID
-	LocksHeld int // as reported by the manager when the wait began
+	LocksHeld int // locks held in the manager it waits in, when the wait began
 	Since     time.Time
 }
 
@@ -135,7 +135,7 @@ func (e *DeadlockError) Report() string {
 		entries = e.Path
 	}
 	for i, c := range entries {
-		fmt.Fprintf(&sb, "*** (%d) TRANSACTION %d, holding %d lock(s)\n", i+1, uint64(c.Txn), c.LocksHeld)
+		fmt.Fprintf(&sb, "*** (%d) TRANSACTION %d, holding %d lock(s) in that manager\n", i+1, uint64(c.Txn), c.LocksHeld)
 		fmt.Fprintf(&sb, "*** (%d) WAITING FOR %s %v mode %v, held by %s\n", i+1, c.Lock.CF, c.Lock.Range, c.Lock.Mode, txnList(c.Holders))
 	}
 	fmt.Fprintf(&sb, "*** WE ROLL BACK TRANSACTION %d\n", uint64(e.Victim))
