@@ -64,7 +64,7 @@ func (t *Tree) escalateTxn(txn txnlock.TxnID, budget int64, barrier func(left, r
 		if barrier != nil && barrier(rangeOf(left.start, left.end), rangeOf(right.start, right.end)) {
 			continue
 		}
-		t.rewrite(txn, left.end, right.start, func(txnlock.Mode) txnlock.Mode { return txnlock.Exclusive })
+		t.rewrite(txn, left.end, right.start, 0, func(txnlock.Mode) txnlock.Mode { return txnlock.Exclusive })
 		right.start = left.start
 		joins++
 	}

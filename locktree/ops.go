@@ -22,7 +22,7 @@ func (t *Tree) Acquire(txn txnlock.TxnID, r txnlock.Range, mode txnlock.Mode) {
 	if !txn.Valid() || !r.Valid() || !mode.Valid() {
 		return
 	}
-	t.rewrite(txn, posOf(r.Start()), posOf(r.End()), func(m txnlock.Mode) txnlock.Mode { return m.Max(mode) })
+	t.rewrite(txn, posOf(r.Start()), posOf(r.End()), 0, func(m txnlock.Mode) txnlock.Mode { return m.Max(mode) })
 }
 
 // Release removes the keys of r (ends as r says) from what txn holds,
@@ -34,10 +34,9 @@ func (t *Tree) Release(txn txnlock.TxnID, r txnlock.Range, fn func(released txnl
 	if !r.Valid() {
 		return txnlock.ErrInvalidRange
 	}
-	if !t.Covered(txn, r, txnlock.Shared) {
+	if !t.rewrite(txn, posOf(r.Start()), posOf(r.End()), txnlock.Shared, releaseMode) {
 		return txnlock.ErrNotHeld
 	}
-	t.rewrite(txn, posOf(r.Start()), posOf(r.End()), releaseMode)
 	if fn != nil {
 		fn(r)
 	}
@@ -56,7 +55,7 @@ func (t *Tree) ReleaseAll(txn txnlock.TxnID, fn func(released txnlock.Range)) {
 	}
 	runs := t.heldBy(txn, false)
 	for _, h := range runs {
-		t.rewrite(txn, h.start, h.end, releaseMode)
+		t.rewrite(txn, h.start, h.end, 0, releaseMode)
 	}
 	if fn != nil {
 		for _, h := range runs {

@@ -169,14 +169,17 @@ func (s *seg) setBounds(start, end pos) {
 	s.split = uint32(len(start.key))
 }
 
-// setProbe makes s a search key at position p, viewing p's key (no copy).
-// A probe is never inserted into the tree.
+// setProbe makes s a search key whose end is p, viewing p's key (no
+// copy). A probe is never inserted into the tree.
 func (s *seg) setProbe(p pos) {
 	s.keys = p.key
 	s.split = uint32(len(p.key))
-	s.flags = 0
-	if p.after {
-		s.flags = fStartAfter
+	s.flags = fEndSame
+	switch {
+	case p.inf:
+		s.flags = fEndInf
+	case p.after:
+		s.flags |= fEndAfter
 	}
 }
 
@@ -270,12 +273,9 @@ func sameMemberList(a, b []member) bool {
 	return true
 }
 
-// lessSeg orders segments (and probes) by start position.
+// lessSeg orders segments (and probes) by end position. Segments are
+// disjoint, so this is also their order by start; keying the B-tree by end
+// finds the first segment that reaches past a position in one descent.
 func lessSeg(a, b *seg) bool {
-	// Inline of a.start().cmp(b.start()) < 0; starts are never +∞.
-	ak, bk := a.keys[:a.split], b.keys[:b.split]
-	if ak != bk {
-		return ak < bk
-	}
-	return a.flags&fStartAfter == 0 && b.flags&fStartAfter != 0
+	return a.end().cmp(b.end()) < 0
 }

@@ -13,7 +13,7 @@ import (
 // Callbacks run while the caller holds that mutex and must not call back
 // into the Tree.
 type Tree struct {
-	segs   *btree.BTreeG[*seg]         // disjoint segments by start
+	segs   *btree.BTreeG[*seg]         // disjoint segments, by end (= by start)
 	txns   map[txnlock.TxnID]*txnState // each holder's segments
 	npiece int                         // Σ txnState.pieces
 	mem    int64                       // Memory()
@@ -25,6 +25,7 @@ type Tree struct {
 	held   []held                      // Holds/Escalate scratch
 	sorted []*seg                      // Holds scratch
 	ids    []txnlock.TxnID             // Escalate scratch
+	spare  []*txnState                 // emptied indexes for reuse
 }
 
 // txnState indexes one transaction's segments, so that what it holds is
@@ -78,9 +79,9 @@ func (t *Tree) insert(s *seg) {
 		txn, _, idx := s.memberAt(i)
 		st := t.txns[txn]
 		if st == nil {
-			st = &txnState{}
+			st = t.newTxnState()
 			t.txns[txn] = st
-			t.mem += txnStateBytes
+			t.mem += st.bytes()
 		}
 		t.mem -= sizeClass(int64(cap(st.segs)) * 8)
 		*idx = int32(len(st.segs))
@@ -128,29 +129,45 @@ func (t *Tree) addPieces(txn txnlock.TxnID, d int) {
 		}
 		t.mem -= st.bytes()
 		delete(t.txns, txn)
+		if len(t.spare) < maxSpare && cap(st.segs) <= maxSpareSegs {
+			st.segs = st.segs[:0]
+			t.spare = append(t.spare, st)
+		}
 	}
 }
 
-// search sets the probe to p and returns it.
+// Emptied transaction indexes are kept for reuse, so that a transaction
+// that takes and releases a few locks allocates no index. The spares are
+// not counted in Memory (at most maxSpare*(56+8*maxSpareSegs) bytes).
+const (
+	maxSpare     = 16
+	maxSpareSegs = 16
+)
+
+func (t *Tree) newTxnState() *txnState {
+	if n := len(t.spare); n > 0 {
+		st := t.spare[n-1]
+		t.spare[n-1] = nil
+		t.spare = t.spare[:n-1]
+		return st
+	}
+	return &txnState{}
+}
+
+// search sets the probe's end to p and returns it.
 func (t *Tree) search(p pos) *seg {
 	t.probe.setProbe(p)
 	return &t.probe
 }
 
 // overlapping calls fn for each segment that overlaps [lo, hi), in key
-// order, until fn returns false.
+// order, until fn returns false: the segments from the first that ends
+// after lo to the last that starts before hi.
 func (t *Tree) overlapping(lo, hi pos, fn func(s *seg) bool) {
-	more := true
-	t.segs.DescendLessOrEqual(t.search(lo), func(s *seg) bool {
-		if s.start().cmp(lo) < 0 && s.end().cmp(lo) > 0 {
-			more = fn(s)
-		}
-		return false
-	})
-	if !more {
-		return
-	}
 	t.segs.AscendGreaterOrEqual(t.search(lo), func(s *seg) bool {
+		if s.end().cmp(lo) == 0 {
+			return true // touches lo from the left
+		}
 		if s.start().cmp(hi) >= 0 {
 			return false
 		}
@@ -171,21 +188,14 @@ type piece struct {
 // and hi, empty ones dropped, touching ones with equal owner sets merged.
 // Segments that come out identical are left in place.
 //
+// If need is not 0, txn must already hold every key of [lo, hi) in need or
+// a stronger mode; otherwise rewrite changes nothing and returns false.
+//
 // Cost: O(log n + segments touching [lo, hi), times their owners).
-func (t *Tree) rewrite(txn txnlock.TxnID, lo, hi pos, f func(txnlock.Mode) txnlock.Mode) {
-	// The old segments: the one before lo if it touches or straddles lo
-	// (it may merge), those starting in [lo, hi), and the one starting at
-	// hi (it may merge).
+func (t *Tree) rewrite(txn txnlock.TxnID, lo, hi pos, need txnlock.Mode, f func(txnlock.Mode) txnlock.Mode) bool {
+	// The old segments: from the first that ends at or after lo (it may
+	// touch lo and merge) to the one that starts at hi (it may merge).
 	old := t.old[:0]
-	t.segs.DescendLessOrEqual(t.search(lo), func(s *seg) bool {
-		if s.start().cmp(lo) == 0 {
-			return true // collected below; look at its predecessor
-		}
-		if s.end().cmp(lo) >= 0 {
-			old = append(old, s)
-		}
-		return false
-	})
 	t.segs.AscendGreaterOrEqual(t.search(lo), func(s *seg) bool {
 		c := s.start().cmp(hi)
 		if c > 0 {
@@ -194,6 +204,15 @@ func (t *Tree) rewrite(txn txnlock.TxnID, lo, hi pos, f func(txnlock.Mode) txnlo
 		old = append(old, s)
 		return c < 0
 	})
+	if need != 0 && !covers(old, txn, lo, hi, need) {
+		t.old = old[:0]
+		return false
+	}
+	if t.rewriteFast(txn, lo, hi, old, f) {
+		clear(old)
+		t.old = old[:0]
+		return true
+	}
 	var st starts
 	for _, s := range old {
 		st.add(s.start(), s.end(), s.modeOf(txn), lo, hi)
@@ -289,6 +308,54 @@ func (t *Tree) rewrite(txn txnlock.TxnID, lo, hi pos, f func(txnlock.Mode) txnlo
 	clear(old)
 	clear(ps)
 	t.old, t.pieces, t.mbuf = old[:0], ps[:0], mbuf[:0]
+	return true
+}
+
+// rewriteFast handles the two commonest rewrites without building pieces:
+// a lock on keys nobody holds or touches (a new segment, a new range), and
+// the release of a range that is a segment of its own (nothing touches it,
+// txn its only owner). It reports whether it did the rewrite.
+func (t *Tree) rewriteFast(txn txnlock.TxnID, lo, hi pos, old []*seg, f func(txnlock.Mode) txnlock.Mode) bool {
+	switch len(old) {
+	case 0:
+		m := f(0)
+		if m == 0 {
+			return true
+		}
+		s := &seg{owner: txn, mode: m}
+		s.setBounds(lo, hi)
+		t.insert(s)
+		t.addPieces(txn, 1)
+		return true
+	case 1:
+		s := old[0]
+		if s.more != nil || s.owner != txn || s.start().cmp(lo) != 0 || s.end().cmp(hi) != 0 || f(s.mode) != 0 {
+			return false
+		}
+		t.remove(s)
+		t.addPieces(txn, -1)
+		return true
+	}
+	return false
+}
+
+// covers reports whether segments, sorted, hold every key of [lo, hi) for
+// txn in need or a stronger mode.
+func covers(segs []*seg, txn txnlock.TxnID, lo, hi pos, need txnlock.Mode) bool {
+	next := lo // the first position not yet known to be covered
+	for _, s := range segs {
+		if next.cmp(hi) >= 0 {
+			break
+		}
+		if s.end().cmp(next) <= 0 {
+			continue
+		}
+		if s.start().cmp(next) > 0 || !s.modeOf(txn).Covers(need) {
+			return false
+		}
+		next = s.end()
+	}
+	return next.cmp(hi) >= 0
 }
 
 // starts counts the positions in [lo, hi] where a transaction's holding
