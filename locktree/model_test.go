@@ -253,9 +253,32 @@ type driver struct {
 	m     *model
 	t     *Tree
 	trace []string // the operations so far, for failure reports
+	stats driverStats
+	// points: out of 10 ranges picked, how many are points (the rest
+	// prefixes and arbitrary ranges). Many points make escalation likely.
+	points int
+	shared int // out of 10 modes picked, how many are Shared
 }
 
-func newDriver(u *universe) *driver { return &driver{u: u, m: newModel(u), t: New()} }
+// driverStats show what a run exercised.
+type driverStats struct {
+	granted, blocked, released, notHeld, releaseAll, joins int
+	sharedSegs int // segments seen with several owners
+	maxSegs    int
+}
+
+func (s *driverStats) add(o driverStats) {
+	s.granted += o.granted
+	s.blocked += o.blocked
+	s.released += o.released
+	s.notHeld += o.notHeld
+	s.releaseAll += o.releaseAll
+	s.joins += o.joins
+	s.sharedSegs += o.sharedSegs
+	s.maxSegs = max(s.maxSegs, o.maxSegs)
+}
+
+func newDriver(u *universe) *driver { return &driver{u: u, m: newModel(u), t: New(), points: 4, shared: 6} }
 
 func (d *driver) logf(format string, args ...any) {
 	d.trace = append(d.trace, fmt.Sprintf(format, args...))
@@ -263,17 +286,17 @@ func (d *driver) logf(format string, args ...any) {
 
 func (d *driver) pickRange(c chooser) txnlock.Range {
 	switch k := c.Intn(10); {
-	case k < 4:
+	case k < d.points:
 		return d.u.points[c.Intn(len(d.u.points))]
-	case k < 5:
+	case k < d.points+1:
 		return d.u.prefixes[c.Intn(len(d.u.prefixes))]
 	default:
 		return d.u.pool[c.Intn(len(d.u.pool))]
 	}
 }
 
-func pickMode(c chooser) txnlock.Mode {
-	if c.Intn(5) < 3 {
+func (d *driver) pickMode(c chooser) txnlock.Mode {
+	if c.Intn(10) < d.shared {
 		return txnlock.Shared
 	}
 	return txnlock.Exclusive
@@ -286,7 +309,7 @@ func (d *driver) step(c chooser) error {
 	txn := txnlock.TxnID(1 + c.Intn(driverTxns))
 	switch op := c.Intn(100); {
 	case op < 50:
-		r, md := d.pickRange(c), pickMode(c)
+		r, md := d.pickRange(c), d.pickMode(c)
 		want := d.m.conflicts(txn, r, md)
 		if err := d.checkConflicts(txn, r, md, want); err != nil {
 			return err
@@ -294,11 +317,14 @@ func (d *driver) step(c chooser) error {
 		if got, want := d.t.Covered(txn, r, md), d.m.covered(txn, r, md); got != want {
 			return fmt.Errorf("Covered(%d, %v, %v) = %v, model %v", txn, r, md, got, want)
 		}
-		if len(want) == 0 {
-			d.logf("acquire %d %v %v", txn, r, md)
-			d.t.Acquire(txn, r, md)
-			d.m.acquire(txn, r, md)
+		if len(want) > 0 {
+			d.stats.blocked++
+			break
 		}
+		d.logf("acquire %d %v %v", txn, r, md)
+		d.t.Acquire(txn, r, md)
+		d.m.acquire(txn, r, md)
+		d.stats.granted++
 	case op < 70:
 		r := d.pickRange(c)
 		if c.Intn(3) == 0 { // pick something txn holds, or part of it
@@ -315,12 +341,14 @@ func (d *driver) step(c chooser) error {
 			if !errors.Is(err, txnlock.ErrNotHeld) || len(released) > 0 {
 				return fmt.Errorf("Release(%d, %v) of keys not held = %v, released %v", txn, r, err, released)
 			}
+			d.stats.notHeld++
 			break
 		}
 		if err != nil || len(released) != 1 || !released[0].Equal(r) {
 			return fmt.Errorf("Release(%d, %v) = %v, released %v", txn, r, err, released)
 		}
 		d.m.release(txn, r)
+		d.stats.released++
 	case op < 76:
 		d.logf("release-all %d", txn)
 		want := d.m.runs(0, d.u.ncells(), func(o txnlock.TxnID, _ txnlock.Mode) bool { return o == txn })
@@ -338,8 +366,9 @@ func (d *driver) step(c chooser) error {
 			return fmt.Errorf("ReleaseAll(%d) released %v, model %v", txn, got, runs)
 		}
 		delete(d.m.held, txn)
+		d.stats.releaseAll++
 	case op < 82:
-		r, md := d.pickRange(c), pickMode(c)
+		r, md := d.pickRange(c), d.pickMode(c)
 		if err := d.checkConflicts(txn, r, md, d.m.conflicts(txn, r, md)); err != nil {
 			return err
 		}
@@ -408,6 +437,7 @@ func (d *driver) escalateExact(c chooser) error {
 	if want := d.m.escalate(mb); got != want {
 		return fmt.Errorf("Escalate(-1, %v) = %d joins, model %d", b, got, want)
 	}
+	d.stats.joins += got
 	return nil
 }
 
@@ -431,6 +461,7 @@ func (d *driver) escalateBudget(c chooser) error {
 	if err := d.adopt(); err != nil {
 		return err
 	}
+	d.stats.joins += joins
 	if joins != oldLen-d.t.Len() {
 		return fmt.Errorf("Escalate: %d joins, Len %d -> %d", joins, oldLen, d.t.Len())
 	}
@@ -487,6 +518,13 @@ func (d *driver) check() error {
 	if err := checkInvariants(d.t); err != nil {
 		return err
 	}
+	d.stats.maxSegs = max(d.stats.maxSegs, d.t.Segments())
+	d.t.segs.Ascend(func(s *seg) bool {
+		if s.more != nil {
+			d.stats.sharedSegs++
+		}
+		return true
+	})
 	total := 0
 	for id := txnlock.TxnID(1); id <= driverTxns; id++ {
 		want := d.m.holds(id)
@@ -550,10 +588,16 @@ func TestModel(t *testing.T) {
 		ops = 10_000
 	}
 	u := newUniverse()
-	t.Logf("universe: %d ranges, %d cells", len(u.pool), u.ncells())
+	var stats driverStats
+	defer func() {
+		t.Logf("universe: %d ranges, %d cells; %d operations: %+v", len(u.pool), u.ncells(), ops, stats)
+	}()
 	for seq := 0; seq < ops/seqLen; seq++ {
 		c := randChooser{rand.New(rand.NewPCG(uint64(seq), 42))}
 		d := newDriver(u)
+		if seq%3 == 0 {
+			d.points, d.shared = 8, 3
+		}
 		for i := 0; i < seqLen; i++ {
 			if err := d.step(c); err != nil {
 				d.fail(t, fmt.Errorf("seed %d op %d: %w", seq, i, err))
@@ -562,5 +606,6 @@ func TestModel(t *testing.T) {
 				d.fail(t, fmt.Errorf("seed %d op %d: %w", seq, i, err))
 			}
 		}
+		stats.add(d.stats)
 	}
 }
