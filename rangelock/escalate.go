@@ -42,7 +42,7 @@ func (f *family) escalate() {
 	}
 	if merged && f.m.det != nil {
 		// Waiters that overlap a merged lock now wait for its owner too.
-		f.forEachWaiterLocked(func(w *waiter) { f.recheckLocked(w) })
+		f.forEachWaiterLocked(f.refreshLocked)
 	}
 }
 

@@ -97,7 +97,26 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 	}
 	if len(blockers) == 0 {
 		f.acquireLocked(q)
+		if !q.upgrade || f.m.det == nil {
+			f.unlockReqLocks(q)
+			return nil, nil
+		}
+		// Shared requests waiting on what was upgraded now wait for
+		// q.txn too: tell the detector.
+		if !q.point() {
+			f.refreshAfterUpgradeLocked(q, nil)
+			f.unlockStripes()
+			return nil, nil
+		}
+		f.refreshAfterUpgradeLocked(q, f.stripes[q.stripe].queueFor(q.key))
+		rs := []txnlock.Range{q.r}
+		wide := f.wideOverlapsLocked(rs)
 		f.unlockReqLocks(q)
+		if wide {
+			f.lockStripes()
+			f.recheckWideLocked(rs)
+			f.unlockStripes()
+		}
 		return nil, nil
 	}
 	if timeout == txnlock.NoWait {
@@ -187,11 +206,13 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 		if kq.q.Len() > 0 {
 			f.recheckQueueLocked(kq)
 		}
-		wide := f.wideOverlapsLocked(rs, w.seq)
+		// Every overlapping wide waiter, not only those behind w: an
+		// upgrade granted just now may block them.
+		wide := f.wideOverlapsLocked(rs)
 		s.mu.Unlock()
 		if wide {
 			f.lockStripes()
-			f.recheckWideLocked(rs, w.seq)
+			f.recheckWideLocked(rs)
 			f.unlockStripes()
 		}
 		return blockers
@@ -203,7 +224,7 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 	for i := range f.stripes {
 		f.recheckStripeLocked(&f.stripes[i], rs)
 	}
-	f.recheckWideLocked(rs, w.seq)
+	f.recheckWideLocked(rs)
 	return blockers
 }
 
@@ -238,24 +259,23 @@ func (f *family) recheckStripeLocked(s *stripe, rs []txnlock.Range) {
 	}
 }
 
-// wideOverlapsLocked reports whether a wide waiter queued after seq
-// overlaps one of rs. Any stripe is held.
-func (f *family) wideOverlapsLocked(rs []txnlock.Range, seq uint64) bool {
+// wideOverlapsLocked reports whether a waiting wide request overlaps one
+// of rs. Any stripe is held.
+func (f *family) wideOverlapsLocked(rs []txnlock.Range) bool {
 	for lw := f.wide.Front(); lw != nil; lw = lw.Next() {
-		w := waiterOf(lw)
-		if w.seq > seq && lw.Active() && overlapsAny(w.r, rs) {
+		if lw.Active() && overlapsAny(waiterOf(lw).r, rs) {
 			return true
 		}
 	}
 	return false
 }
 
-// recheckWideLocked re-checks, in queue order, the wide waiters queued
-// after seq that overlap one of rs. Every stripe is held.
-func (f *family) recheckWideLocked(rs []txnlock.Range, seq uint64) {
+// recheckWideLocked re-checks, in queue order, the wide waiters that
+// overlap one of rs. Every stripe is held.
+func (f *family) recheckWideLocked(rs []txnlock.Range) {
 	for lw := f.wide.Front(); lw != nil; {
 		next := lw.Next()
-		if w := waiterOf(lw); w.seq > seq && overlapsAny(w.r, rs) {
+		if w := waiterOf(lw); overlapsAny(w.r, rs) {
 			f.recheckLocked(w)
 		}
 		lw = next

@@ -27,11 +27,11 @@ func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range) error {
 			s.syncMemLocked(&f.m.mem)
 			rs := []txnlock.Range{r}
 			f.recheckStripeLocked(s, rs)
-			wide := f.wideOverlapsLocked(rs, 0)
+			wide := f.wideOverlapsLocked(rs)
 			s.mu.Unlock()
 			if wide {
 				f.lockStripes()
-				f.recheckWideLocked(rs, 0)
+				f.recheckWideLocked(rs)
 				f.unlockStripes()
 			}
 			return nil
@@ -91,7 +91,7 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 	for i := range f.stripes {
 		f.recheckStripeLocked(&f.stripes[i], rs)
 	}
-	f.recheckWideLocked(rs, 0)
+	f.recheckWideLocked(rs)
 	return nil
 }
 
@@ -118,7 +118,7 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 			all = append(all, rel...)
 		}
 		if len(all) > 0 && f.wide.Len() > 0 {
-			f.recheckWideLocked(all, 0)
+			f.recheckWideLocked(all)
 		}
 		return
 	}
@@ -136,11 +136,11 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 		s.syncMemLocked(&f.m.mem)
 		s.counters.Released += uint64(len(rel))
 		f.recheckStripeLocked(s, rel)
-		wide := f.wideOverlapsLocked(rel, 0)
+		wide := f.wideOverlapsLocked(rel)
 		s.mu.Unlock()
 		if wide {
 			f.lockStripes()
-			f.recheckWideLocked(rel, 0)
+			f.recheckWideLocked(rel)
 			f.unlockStripes()
 		}
 	})

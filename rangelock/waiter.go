@@ -133,6 +133,54 @@ func (f *family) recheckLocked(w *waiter) bool {
 	return false
 }
 
+// refreshLocked tells the detector about a changed set of blockers of
+// waiter w, without granting it (callers that iterate queues use it when
+// nothing was released, so nothing can become grantable). w's lock(s) are
+// held.
+func (f *family) refreshLocked(w *waiter) {
+	det := f.m.det
+	if det == nil || !w.lw.Active() {
+		return
+	}
+	var buf [8]txnlock.TxnID
+	if b := f.blockersLocked(&w.request, w.seq, buf[:0]); len(b) > 0 && !slices.Equal(b, w.blockers) {
+		w.blockers = slices.Clone(b)
+		det.SetBlockers(w.lw.Resource, w.blockers)
+	}
+}
+
+// refreshAfterUpgradeLocked refreshes the blockers of the waiters that an
+// upgrade of q just granted may block: Shared requests overlapping q.r
+// that were not waiting for q.txn before. For a point, the waiters of its
+// key (the wide waiters that overlap it are re-checked by the caller, with
+// every stripe held); for a wide range, every overlapping waiter. q's
+// lock(s) are held.
+func (f *family) refreshAfterUpgradeLocked(q *request, kq *keyQueue) {
+	if f.m.det == nil {
+		return
+	}
+	refreshQueue := func(kq *keyQueue) bool {
+		for lw := kq.q.Front(); lw != nil; lw = lw.Next() {
+			f.refreshLocked(waiterOf(lw))
+		}
+		return true
+	}
+	if q.point() {
+		if kq != nil {
+			refreshQueue(kq)
+		}
+		return
+	}
+	for i := range f.stripes {
+		f.stripes[i].ascendWaitingLocked(q.r, refreshQueue)
+	}
+	for lw := f.wide.Front(); lw != nil; lw = lw.Next() {
+		if w := waiterOf(lw); w.r.Overlaps(q.r) {
+			f.refreshLocked(w)
+		}
+	}
+}
+
 // grantLocked grants waiter w: it acquires w's range, unlinks w and ends
 // its wait. It returns false, changing nothing, if w already failed. w's
 // lock(s) are held.
@@ -157,6 +205,9 @@ func (f *family) grantLocked(w *waiter) bool {
 	if det := f.m.det; det != nil {
 		det.Unblock(w.lw)
 		det.DropResource(w.lw.Resource)
+		if w.upgrade {
+			f.refreshAfterUpgradeLocked(&w.request, w.kq)
+		}
 	}
 	return true
 }
