@@ -44,11 +44,15 @@ func sizeClass(n int64) int64 {
 	return (n + step - 1) / step * step
 }
 
-// bytes is what segment s costs: the struct, its key bytes, its extra
+// bytes is what segment s costs: the struct, its key bytes if they do not
+// fit inline, its extra
 // owners, and its slot in the B-tree. The slots in the owners' segment
 // lists are counted with the lists (txnState.bytes).
 func (s *seg) bytes() int64 {
-	n := sizeClass(segBytes) + sizeClass(int64(len(s.keys))) + btreeSlotBytes
+	n := sizeClass(segBytes) + btreeSlotBytes
+	if s.keysOutside() {
+		n += sizeClass(int64(len(s.keys)))
+	}
 	if s.more != nil {
 		n += sizeClass(int64(unsafe.Sizeof([]member{}))) + sizeClass(int64(cap(*s.more))*memberBytes)
 	}
