@@ -263,8 +263,8 @@ type driver struct {
 // driverStats show what a run exercised.
 type driverStats struct {
 	granted, blocked, released, notHeld, releaseAll, joins int
-	sharedSegs int // segments seen with several owners
-	maxSegs    int
+	sharedSegs                                             int // segments seen with several owners
+	maxSegs                                                int
 }
 
 func (s *driverStats) add(o driverStats) {
@@ -278,7 +278,9 @@ func (s *driverStats) add(o driverStats) {
 	s.maxSegs = max(s.maxSegs, o.maxSegs)
 }
 
-func newDriver(u *universe) *driver { return &driver{u: u, m: newModel(u), t: New(), points: 4, shared: 6} }
+func newDriver(u *universe) *driver {
+	return &driver{u: u, m: newModel(u), t: New(), points: 4, shared: 6}
+}
 
 func (d *driver) logf(format string, args ...any) {
 	d.trace = append(d.trace, fmt.Sprintf(format, args...))
