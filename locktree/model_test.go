@@ -262,9 +262,11 @@ type driver struct {
 
 // driverStats show what a run exercised.
 type driverStats struct {
-	granted, blocked, released, notHeld, releaseAll, joins int
-	sharedSegs                                             int // segments seen with several owners
-	maxSegs                                                int
+	granted, blocked  int // acquires tried
+	released, notHeld int // releases tried
+	releaseAll, joins int
+	sharedSegs        int // segments seen with several owners
+	maxSegs           int
 }
 
 func (s *driverStats) add(o driverStats) {
