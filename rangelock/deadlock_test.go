@@ -1,0 +1,180 @@
+package rangelock
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/deadlock"
+	"github.com/txnlock/txnlock/pointlock"
+	"go.uber.org/goleak"
+)
+
+// Deadlocks through range locks, found by one deadlock.Detector shared by
+// a point and a range manager. The victim is the requester that closes the
+// cycle (the detector's default), so each test knows which request fails.
+
+func mustRange(t *testing.T, start, end string) txnlock.Range {
+	r, err := txnlock.Closed([]byte(start), []byte(end))
+	require.NoError(t, err)
+	return r
+}
+
+func point(k string) txnlock.Range { return txnlock.Point([]byte(k)) }
+
+// asyncLock starts a Lock and returns its result channel.
+func asyncLock(mgr txnlock.Manager, req txnlock.Request) chan error {
+	ch := make(chan error, 1)
+	go func() { ch <- mgr.Lock(context.Background(), req) }()
+	return ch
+}
+
+// waitUntilWaiting waits until txn shows in mgr's Status view as waiting.
+func waitUntilWaiting(t *testing.T, mgr txnlock.Manager, txn txnlock.TxnID) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, w := range mgr.Status().Waits {
+			if w.Txn == txn {
+				return
+			}
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	t.Fatalf("%s never waits", txn)
+}
+
+// requireDeadlock checks that err is a deadlock whose cycle is txns.
+func requireDeadlock(t *testing.T, err error, txns ...txnlock.TxnID) {
+	t.Helper()
+	require.ErrorIs(t, err, txnlock.ErrDeadlock)
+	var de *txnlock.DeadlockError
+	require.True(t, errors.As(err, &de), "%v", err)
+	var got []txnlock.TxnID
+	for _, c := range de.Cycle {
+		got = append(got, c.Txn)
+	}
+	slices.Sort(got)
+	require.Equal(t, txns, got, "%s", de.Report())
+}
+
+func newDetector(t *testing.T) *deadlock.Detector {
+	det, err := deadlock.New(deadlock.Options{})
+	require.NoError(t, err)
+	return det
+}
+
+func newRangeManager(t *testing.T, det txnlock.Detector) *Manager {
+	opts := Options{}
+	opts.Detector = det
+	opts.LockTimeout = 5 * time.Second // a missed cycle fails the test by timing out
+	m, err := New(opts)
+	require.NoError(t, err)
+	return m
+}
+
+// TestDeadlockAcrossColumnFamilies: T1 holds [a, c] in cf 0 and waits for
+// n in cf 1, which T2 holds as part of [m, p]; T2 then asks for [b, d] in
+// cf 0. RocksDB's range lock manager only times out here.
+func TestDeadlockAcrossColumnFamilies(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	det := newDetector(t)
+	defer det.Close()
+	m := newRangeManager(t, det)
+	defer m.Close()
+	require.NoError(t, m.AddColumnFamily(1))
+	ctx := context.Background()
+
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, CF: 0, Range: mustRange(t, "a", "c"), Mode: txnlock.Exclusive}))
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 2, CF: 1, Range: mustRange(t, "m", "p"), Mode: txnlock.Exclusive}))
+	t1 := asyncLock(m, txnlock.Request{Txn: 1, CF: 1, Range: point("n"), Mode: txnlock.Exclusive})
+	waitUntilWaiting(t, m, 1)
+	err := m.Lock(ctx, txnlock.Request{Txn: 2, CF: 0, Range: mustRange(t, "b", "d"), Mode: txnlock.Shared})
+	requireDeadlock(t, err, 1, 2)
+	require.NoError(t, m.UnlockAll(2))
+	require.NoError(t, <-t1)
+	require.EqualValues(t, 1, m.Stats().Deadlocks)
+}
+
+// TestDeadlockThroughPointAndRangeLocks: T1 holds key x in the point
+// manager and waits for k in the range manager, inside T2's [a, z]; T2
+// then asks the point manager for x.
+func TestDeadlockThroughPointAndRangeLocks(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	det := newDetector(t)
+	defer det.Close()
+	rm := newRangeManager(t, det)
+	defer rm.Close()
+	popts := pointlock.Options{}
+	popts.Detector = det
+	popts.LockTimeout = 30 * time.Second
+	pm, err := pointlock.New(popts)
+	require.NoError(t, err)
+	defer pm.Close()
+	ctx := context.Background()
+
+	require.NoError(t, pm.Lock(ctx, txnlock.Request{Txn: 1, Range: point("x"), Mode: txnlock.Exclusive}))
+	require.NoError(t, rm.Lock(ctx, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "z"), Mode: txnlock.Exclusive}))
+	t1 := asyncLock(rm, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Shared})
+	waitUntilWaiting(t, rm, 1)
+	err = pm.Lock(ctx, txnlock.Request{Txn: 2, Range: point("x"), Mode: txnlock.Exclusive})
+	requireDeadlock(t, err, 1, 2)
+	require.NoError(t, rm.UnlockAll(2))
+	require.NoError(t, <-t1)
+	require.NoError(t, rm.UnlockAll(1))
+	require.NoError(t, pm.UnlockAll(1))
+}
+
+// TestDeadlockThroughQueue: the cycle runs through a queued request, not
+// a holder. T1 holds [a]; T2 waits for [a, c] (for T1); T1's request for
+// b must queue behind T2 (FIFO), so T1 waits for T2 waits for T1.
+func TestDeadlockThroughQueue(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	det := newDetector(t)
+	defer det.Close()
+	m := newRangeManager(t, det)
+	defer m.Close()
+	ctx := context.Background()
+
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("a"), Mode: txnlock.Exclusive}))
+	t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "c"), Mode: txnlock.Exclusive})
+	waitUntilWaiting(t, m, 2)
+	err := m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("b"), Mode: txnlock.Shared})
+	requireDeadlock(t, err, 1, 2)
+	require.NoError(t, m.UnlockAll(1))
+	require.NoError(t, <-t2)
+}
+
+// TestDeadlockAfterUpgrade: an upgrade that goes ahead of the queue makes
+// a waiting Shared request wait for the upgrader too; the detector must
+// learn that edge. T2 waits for [j, l] Shared because T5 holds j
+// Exclusive; T1 holds k Shared (compatible with T2) and upgrades it at
+// once. Now T2 waits for T1 as well, and T1's request for m, which T2
+// holds, closes the cycle T1 → T2 → T1. Without the new edge there is no
+// cycle and T1 would time out.
+func TestDeadlockAfterUpgrade(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	det := newDetector(t)
+	defer det.Close()
+	m := newRangeManager(t, det)
+	defer m.Close()
+	ctx := context.Background()
+
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 2, Range: point("m"), Mode: txnlock.Exclusive}))
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 5, Range: point("j"), Mode: txnlock.Exclusive}))
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Shared}))
+	t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "j", "l"), Mode: txnlock.Shared})
+	waitUntilWaiting(t, m, 2)
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Exclusive}))
+	require.Equal(t, []txnlock.TxnID{1, 5}, m.Status().Waits[0].Blockers)
+	err := m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("m"), Mode: txnlock.Exclusive})
+	requireDeadlock(t, err, 1, 2)
+	require.NoError(t, m.UnlockAll(1))
+	require.NoError(t, m.UnlockAll(5))
+	require.NoError(t, <-t2)
+	require.NoError(t, m.UnlockAll(2))
+}
