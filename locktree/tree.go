@@ -154,17 +154,20 @@ func (t *Tree) newTxnState() *txnState {
 	return &txnState{}
 }
 
-// search sets the probe's end to p and returns it.
-func (t *Tree) search(p pos) *seg {
+// ascendFrom calls fn for each segment that ends at or after p, in key
+// order, until fn returns false. It is the one way into the B-tree: a
+// single descent to p, then a walk.
+func (t *Tree) ascendFrom(p pos, fn func(s *seg) bool) {
 	t.probe.setProbe(p)
-	return &t.probe
+	t.segs.AscendGreaterOrEqual(&t.probe, fn)
+	t.probe.keys = "" // do not keep the caller's key alive
 }
 
 // overlapping calls fn for each segment that overlaps [lo, hi), in key
 // order, until fn returns false: the segments from the first that ends
 // after lo to the last that starts before hi.
 func (t *Tree) overlapping(lo, hi pos, fn func(s *seg) bool) {
-	t.segs.AscendGreaterOrEqual(t.search(lo), func(s *seg) bool {
+	t.ascendFrom(lo, func(s *seg) bool {
 		if s.end().cmp(lo) == 0 {
 			return true // touches lo from the left
 		}
@@ -196,7 +199,7 @@ func (t *Tree) rewrite(txn txnlock.TxnID, lo, hi pos, need txnlock.Mode, f func(
 	// The old segments: from the first that ends at or after lo (it may
 	// touch lo and merge) to the one that starts at hi (it may merge).
 	old := t.old[:0]
-	t.segs.AscendGreaterOrEqual(t.search(lo), func(s *seg) bool {
+	t.ascendFrom(lo, func(s *seg) bool {
 		c := s.start().cmp(hi)
 		if c > 0 {
 			return false
