@@ -47,7 +47,7 @@ func (t *Tree) Escalate(budget int64, barrier func(left, right txnlock.Range) bo
 		}
 		joins += t.escalateTxn(id, budget, barrier)
 	}
-	t.ids = ids[:0]
+	t.ids = scratch(ids)
 	return joins
 }
 
@@ -68,8 +68,7 @@ func (t *Tree) escalateTxn(txn txnlock.TxnID, budget int64, barrier func(left, r
 		right.start = left.start
 		joins++
 	}
-	clear(hs)
-	t.held = hs[:0]
+	t.held = scratch(hs)
 	return joins
 }
 

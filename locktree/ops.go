@@ -62,8 +62,7 @@ func (t *Tree) ReleaseAll(txn txnlock.TxnID, fn func(released txnlock.Range)) {
 			fn(rangeOf(h.start, h.end))
 		}
 	}
-	clear(runs)
-	t.held = runs[:0]
+	t.held = scratch(runs)
 }
 
 // Holds calls fn for each range txn holds, with its mode, in key order,
@@ -76,8 +75,7 @@ func (t *Tree) Holds(txn txnlock.TxnID, fn func(r txnlock.Range, m txnlock.Mode)
 			break
 		}
 	}
-	clear(hs)
-	t.held = hs[:0]
+	t.held = scratch(hs)
 }
 
 // held is one of a transaction's ranges.
@@ -106,7 +104,6 @@ func (t *Tree) heldBy(txn txnlock.TxnID, byMode bool) []held {
 		}
 		hs = append(hs, held{start: start, end: end, mode: m})
 	}
-	clear(sorted)
-	t.sorted = sorted[:0]
+	t.sorted = scratch(sorted)
 	return hs
 }

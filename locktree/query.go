@@ -141,8 +141,7 @@ func (t *Tree) walkRuns(lo, hi pos, keep func(txnlock.TxnID, txnlock.Mode) bool,
 		open[i].closed = true
 	}
 	flush()
-	clear(open)
-	t.runs = open[:0]
+	t.runs = scratch(open)
 }
 
 // continues reports whether an open run of owner was just extended to end.

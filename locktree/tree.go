@@ -72,7 +72,7 @@ func (t *Tree) Memory() int64 { return t.mem }
 // insert adds a new segment to the B-tree and to its owners' lists.
 func (t *Tree) insert(s *seg) {
 	if _, dup := t.segs.ReplaceOrInsert(s); dup {
-		panic("locktree: internal error: two segments start at one position")
+		panic("locktree: internal error: two segments end at one position")
 	}
 	t.mem += s.bytes()
 	for i, n := 0, s.nmembers(); i < n; i++ {
@@ -91,8 +91,8 @@ func (t *Tree) insert(s *seg) {
 }
 
 // remove takes a segment out of the B-tree and its owners' lists. A
-// transaction left with no segment is forgotten once its piece count is
-// zero too (see forgetIfEmpty).
+// transaction left with no segment is forgotten by addPieces, once its
+// range count is settled.
 func (t *Tree) remove(s *seg) {
 	if _, ok := t.segs.Delete(s); !ok {
 		panic("locktree: internal error: removing a segment that is not in the tree")
@@ -208,12 +208,11 @@ func (t *Tree) rewrite(txn txnlock.TxnID, lo, hi pos, need txnlock.Mode, f func(
 		return c < 0
 	})
 	if need != 0 && !covers(old, txn, lo, hi, need) {
-		t.old = old[:0]
+		t.old = scratch(old)
 		return false
 	}
 	if t.rewriteFast(txn, lo, hi, old, f) {
-		clear(old)
-		t.old = old[:0]
+		t.old = scratch(old)
 		return true
 	}
 	var st starts
@@ -308,10 +307,22 @@ func (t *Tree) rewrite(txn txnlock.TxnID, lo, hi pos, need txnlock.Mode, f func(
 		}
 		t.addPieces(txn, after-before)
 	}
-	clear(old)
-	clear(ps)
-	t.old, t.pieces, t.mbuf = old[:0], ps[:0], mbuf[:0]
+	t.old, t.pieces, t.mbuf = scratch(old), scratch(ps), scratch(mbuf)
 	return true
+}
+
+// maxScratch bounds the scratch slices a Tree keeps between calls, so that
+// one huge call does not pin memory that Memory() does not count.
+const maxScratch = 1024
+
+// scratch returns s emptied (and cleared, so that it pins no segment) for
+// reuse, or nil if it has grown past maxScratch.
+func scratch[T any](s []T) []T {
+	if cap(s) > maxScratch {
+		return nil
+	}
+	clear(s)
+	return s[:0]
 }
 
 // rewriteFast handles the two commonest rewrites without building pieces:
