@@ -34,6 +34,9 @@ func (f *family) escalate() {
 			}
 			f.m.txns.note(txn, f, wideStripe)
 			f.acquireWideLocked(txn, hull, txnlock.Exclusive)
+			for i := range f.stripes {
+				f.stripes[i].releasePointsInLocked(txn, hull) // covered now
+			}
 			merged = true
 		}
 	}
@@ -53,13 +56,20 @@ func (f *family) exclusiveRunsLocked(txn txnlock.TxnID) [][]txnlock.Range {
 	// What txn holds Exclusive, in the family as a whole, and how many
 	// segments that costs now.
 	var xs []txnlock.Range
+	f.stripes[0].tree.Holds(txn, func(r txnlock.Range, m txnlock.Mode) bool {
+		if m == txnlock.Exclusive {
+			xs = append(xs, r)
+		}
+		return true
+	})
 	for i := range f.stripes {
-		f.stripes[i].tree.Holds(txn, func(r txnlock.Range, m txnlock.Mode) bool {
-			if m == txnlock.Exclusive {
-				xs = append(xs, r)
+		if tp := f.stripes[i].byTxn[txn]; tp != nil {
+			for _, pl := range tp.locks {
+				if pl.modeOf(txn) == txnlock.Exclusive {
+					xs = append(xs, txnlock.Point(pl.key))
+				}
 			}
-			return true
-		})
+		}
 	}
 	xs = mergeRanges(xs)
 	var runs [][]txnlock.Range
@@ -95,8 +105,15 @@ func (f *family) mayJoinLocked(txn txnlock.TxnID, left, right txnlock.Range) boo
 		other = true
 		return false
 	}
+	if f.stripes[0].tree.Conflicts(txn, gap, txnlock.Exclusive, stop); other {
+		return false
+	}
 	for i := range f.stripes {
-		if f.stripes[i].tree.Conflicts(txn, gap, txnlock.Exclusive, stop); other {
+		f.stripes[i].ascendPointsLocked(gap, func(pl *pointLock) bool {
+			other = pl.hasConflictOrNil(txn, txnlock.Exclusive)
+			return !other
+		})
+		if other {
 			return false
 		}
 	}

@@ -39,7 +39,16 @@ type family struct {
 // of every wide lock, and the point requests waiting in it.
 type stripe struct {
 	// mu guards every other field of the stripe.
-	mu   sync.Mutex
+	mu sync.Mutex
+	// points are the point locks of keys that hash to the stripe, byTxn
+	// the same by transaction (see points.go).
+	points   *btree.BTreeG[*pointLock]
+	byTxn    map[txnlock.TxnID]*txnPoints
+	probe    pointLock    // search key for points
+	free     []*pointLock // recycled pointLocks
+	pointMem int64        // bytes accounted for points and byTxn
+	// tree holds a copy of every wide lock of the family: the trees of
+	// all stripes have the same content.
 	tree *locktree.Tree
 	// waiting indexes the queues of point waiters by key; nil until the
 	// first waiter.
@@ -64,6 +73,7 @@ func newFamily(m *Manager, cf txnlock.ColumnFamily) *family {
 	f := &family{id: cf, m: m, stripes: make([]stripe, m.opts.Stripes)}
 	for i := range f.stripes {
 		f.stripes[i].tree = locktree.New()
+		f.stripes[i].initPoints()
 	}
 	return f
 }
@@ -129,7 +139,7 @@ func (f *family) inUseLocked() bool {
 	}
 	for i := range f.stripes {
 		s := &f.stripes[i]
-		if s.tree.Len() > 0 || (s.waiting != nil && s.waiting.Len() > 0) {
+		if s.tree.Len() > 0 || s.points.Len() > 0 || (s.waiting != nil && s.waiting.Len() > 0) {
 			return true
 		}
 	}
@@ -147,6 +157,7 @@ func (f *family) close() {
 	})
 	for i := range f.stripes {
 		f.stripes[i].tree = locktree.New()
+		f.stripes[i].resetPointsLocked()
 	}
 	f.resetMemLocked()
 }

@@ -38,17 +38,17 @@ func (f *family) countersLocked(q *request) *lockwait.Counters {
 }
 
 // coveredLocked reports whether q.txn already holds all of q.r in mode or
-// stronger (for a wide request: in every stripe).
+// stronger: a point as a point lock or inside a wide lock; a wide range
+// inside its wide locks (points held one by one do not count).
 func (f *family) coveredLocked(q *request, mode txnlock.Mode) bool {
 	if q.point() {
-		return f.stripes[q.stripe].tree.Covered(q.txn, q.r, mode)
-	}
-	for i := range f.stripes {
-		if !f.stripes[i].tree.Covered(q.txn, q.r, mode) {
-			return false
+		s := &f.stripes[q.stripe]
+		if s.pointGetLocked(q.key).modeOf(q.txn).Covers(mode) {
+			return true
 		}
+		return s.tree.Len() > 0 && s.tree.Covered(q.txn, q.r, mode)
 	}
-	return true
+	return f.stripes[0].tree.Covered(q.txn, q.r, mode)
 }
 
 // lock runs request q: grant at once, fail, or queue and wait. On error it
@@ -83,7 +83,9 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 	if q.point() {
 		// The common case: nobody holds or waits for anything on k.
 		s := &f.stripes[q.stripe]
-		if f.wide.Len() == 0 && s.queueFor(q.key) == nil && !s.tree.HasConflict(q.txn, q.r, q.mode) {
+		if f.wide.Len() == 0 && s.queueFor(q.key) == nil &&
+			(s.tree.Len() == 0 || !s.tree.HasConflict(q.txn, q.r, q.mode)) &&
+			!s.pointGetLocked(q.key).hasConflictOrNil(q.txn, q.mode) {
 			f.acquireLocked(q)
 			s.mu.Unlock()
 			return nil, nil
@@ -139,7 +141,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 func (f *family) acquireLocked(q *request) {
 	if q.point() {
 		s := &f.stripes[q.stripe]
-		s.tree.Acquire(q.txn, q.r, q.mode)
+		s.acquirePointLocked(q.txn, q.key, q.mode)
 		s.counters.Acquired++
 		s.syncMemLocked(&f.m.mem)
 		return
@@ -166,13 +168,14 @@ func (f *family) enqueueLocked(q *request, blockers []txnlock.TxnID) *waiter {
 		w.kq = s.queueForInsert(w.key)
 		w.kq.q.PushBack(w.lw)
 		s.counters.BeginWait()
-		held = s.tree.TxnCount(q.txn)
+		held = s.pointCountLocked(q.txn) + s.tree.TxnCount(q.txn)
 	} else {
 		w.key = nil
 		f.wide.PushBack(w.lw)
 		f.wideCounters.BeginWait()
+		held = f.stripes[0].tree.TxnCount(q.txn)
 		for i := range f.stripes {
-			held += f.stripes[i].tree.TxnCount(q.txn)
+			held += f.stripes[i].pointCountLocked(q.txn)
 		}
 	}
 	if det := f.m.det; det != nil {

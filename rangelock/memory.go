@@ -26,7 +26,7 @@ func (b *memBudget) init(max int64) {
 }
 
 // lockMemory is what s's tree accounts for its locks.
-func (s *stripe) lockMemory() int64 { return s.tree.Memory() - emptyTreeMemory }
+func (s *stripe) lockMemory() int64 { return s.tree.Memory() - emptyTreeMemory + s.pointMem }
 
 // syncMemLocked reports s's change in lock memory if it exceeds the slack.
 func (s *stripe) syncMemLocked(b *memBudget) {
@@ -54,9 +54,9 @@ func (f *family) resetMemLocked() {
 	}
 }
 
-// lockEstimate is what acquiring r adds to one tree at most, roughly: a
-// segment, its key bytes, its B-tree slot and index entry, and the split
-// of a neighbour.
+// lockEstimate is what acquiring r adds to one stripe at most, roughly: a
+// segment or point lock, its key bytes, its B-tree slot and index entry,
+// and the split of a neighbour.
 func lockEstimate(size int) int64 { return 128 + 2*int64(size) }
 
 // fitsLocked reports whether granting q keeps the manager within

@@ -16,15 +16,20 @@ func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range) error {
 			s.mu.Unlock()
 			return err
 		}
-		// Without wide locks of txn, [k, k] is only in its stripe. (Both
-		// wideSeen and the table entry are set with s held.)
+		// Without wide locks of txn, [k, k] is only a point of its
+		// stripe. (Both wideSeen and the table entry are set with s
+		// held.)
 		if !f.wideSeen || !f.m.txns.hasWide(txn, f) {
-			if err := s.tree.Release(txn, r, nil); err != nil {
+			if !s.releasePointLocked(txn, k) {
 				s.mu.Unlock()
 				return txnlock.ErrNotHeld
 			}
 			s.counters.Released++
 			s.syncMemLocked(&f.m.mem)
+			if !s.hasWaitersLocked() && f.wide.Len() == 0 {
+				s.mu.Unlock()
+				return nil
+			}
 			rs := []txnlock.Range{r}
 			f.recheckStripeLocked(s, rs)
 			wide := f.wideOverlapsLocked(rs)
@@ -46,45 +51,54 @@ func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range) error {
 	return f.unlockWideLocked(txn, r)
 }
 
-// unlockWideLocked releases r of txn from every stripe: the copies of
-// wide locks and the points of each stripe. All of r must be held, in the
-// family as a whole. Every stripe is held.
+// hasWaitersLocked reports whether point requests wait in s.
+func (s *stripe) hasWaitersLocked() bool { return s.waiting != nil && s.waiting.Len() > 0 }
+
+// unlockWideLocked releases r of txn from every stripe: from its wide
+// locks (a copy in each stripe) and its points in r (each in its own
+// stripe). Together they must hold all of r, else ErrNotHeld and nothing
+// changes. Every stripe is held.
 func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
-	if !f.coveredLocked(&request{txn: txn, r: r, stripe: wideStripe}, txnlock.Shared) {
-		// Some of r is held as points, each in its own stripe: find
-		// what each stripe holds of r, and check that together it is
-		// all of r before changing anything.
-		pieces := make([][]txnlock.Range, len(f.stripes))
-		var union []txnlock.Range
-		for i := range f.stripes {
-			f.stripes[i].tree.Holds(txn, func(h txnlock.Range, _ txnlock.Mode) bool {
-				if x, ok := intersect(h, r); ok {
-					pieces[i] = append(pieces[i], x)
-					union = append(union, x)
-				}
-				return true
-			})
+	var wide, union []txnlock.Range
+	f.stripes[0].tree.Holds(txn, func(h txnlock.Range, _ txnlock.Mode) bool {
+		if x, ok := intersect(h, r); ok {
+			wide = append(wide, x)
 		}
-		if !coversAll(union, r) {
-			return txnlock.ErrNotHeld
-		}
-		for i := range f.stripes {
-			s := &f.stripes[i]
-			for _, x := range pieces[i] {
-				if err := s.tree.Release(txn, x, nil); err != nil {
-					panic("rangelock: internal error: releasing a held piece: " + err.Error())
+		return true
+	})
+	type heldPoint struct {
+		s   *stripe
+		key []byte
+	}
+	var points []heldPoint
+	union = append(union, wide...)
+	for i := range f.stripes {
+		s := &f.stripes[i]
+		if tp := s.byTxn[txn]; tp != nil {
+			for _, pl := range tp.locks {
+				if r.Contains(pl.key) {
+					points = append(points, heldPoint{s, pl.key})
+					union = append(union, txnlock.Point(pl.key))
 				}
 			}
-			s.syncMemLocked(&f.m.mem)
 		}
-	} else {
-		for i := range f.stripes {
-			s := &f.stripes[i]
-			if err := s.tree.Release(txn, r, nil); err != nil {
-				panic("rangelock: internal error: releasing a covered range: " + err.Error())
+	}
+	if !coversAll(union, r) {
+		return txnlock.ErrNotHeld
+	}
+	for i := range f.stripes {
+		s := &f.stripes[i]
+		for _, x := range wide {
+			if err := s.tree.Release(txn, x, nil); err != nil {
+				panic("rangelock: internal error: releasing a held piece: " + err.Error())
 			}
-			s.syncMemLocked(&f.m.mem)
 		}
+	}
+	for _, p := range points {
+		p.s.releasePointLocked(txn, p.key) // p.key is recycled from here on
+	}
+	for i := range f.stripes {
+		f.stripes[i].syncMemLocked(&f.m.mem)
 	}
 	f.wideCounters.Released++
 	rs := []txnlock.Range{r}
@@ -99,42 +113,28 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 // stripe if t.wide), re-checking the waiters on what was released.
 func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 	if t.wide {
-		f.lockStripes()
-		defer f.unlockStripes()
-		if f.dead != nil {
-			return
-		}
-		var all []txnlock.Range
-		for i := range f.stripes {
-			s := &f.stripes[i]
-			var rel []txnlock.Range
-			s.tree.ReleaseAll(txn, func(r txnlock.Range) { rel = append(rel, r) })
-			if len(rel) == 0 {
-				continue
-			}
-			s.syncMemLocked(&f.m.mem)
-			f.wideCounters.Released += uint64(len(rel))
-			f.recheckStripeLocked(s, rel)
-			all = append(all, rel...)
-		}
-		if len(all) > 0 && f.wide.Len() > 0 {
-			f.recheckWideLocked(all)
-		}
+		f.unlockAllWide(txn)
 		return
 	}
 	t.forEachStripe(func(i int) {
 		s := &f.stripes[i]
-		var rel []txnlock.Range
 		s.mu.Lock()
-		if f.dead == nil {
-			s.tree.ReleaseAll(txn, func(r txnlock.Range) { rel = append(rel, r) })
+		if f.dead != nil {
+			s.mu.Unlock()
+			return
 		}
-		if len(rel) == 0 {
+		var rel []txnlock.Range
+		relp := &rel
+		if !s.hasWaitersLocked() && f.wide.Len() == 0 {
+			relp = nil // nobody to wake: no need to know the keys
+		}
+		n := s.releaseAllPointsLocked(txn, relp)
+		if n == 0 {
 			s.mu.Unlock()
 			return
 		}
 		s.syncMemLocked(&f.m.mem)
-		s.counters.Released += uint64(len(rel))
+		s.counters.Released += uint64(n)
 		f.recheckStripeLocked(s, rel)
 		wide := f.wideOverlapsLocked(rel)
 		s.mu.Unlock()
@@ -144,6 +144,36 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 			f.unlockStripes()
 		}
 	})
+}
+
+// unlockAllWide releases every lock of txn in f, wide and point, with
+// every stripe held.
+func (f *family) unlockAllWide(txn txnlock.TxnID) {
+	f.lockStripes()
+	defer f.unlockStripes()
+	if f.dead != nil {
+		return
+	}
+	var wideRel, all []txnlock.Range
+	for i := range f.stripes {
+		s := &f.stripes[i]
+		s.tree.ReleaseAll(txn, func(r txnlock.Range) {
+			if i == 0 { // the same in every stripe
+				wideRel = append(wideRel, r)
+			}
+		})
+		rel := slices.Clone(wideRel)
+		n := s.releaseAllPointsLocked(txn, &rel)
+		s.syncMemLocked(&f.m.mem)
+		s.counters.Released += uint64(n)
+		f.recheckStripeLocked(s, rel)
+		all = append(all, rel[len(wideRel):]...)
+	}
+	f.wideCounters.Released += uint64(len(wideRel))
+	all = append(all, wideRel...)
+	if len(all) > 0 && f.wide.Len() > 0 {
+		f.recheckWideLocked(all)
+	}
 }
 
 // intersect returns the keys in both a and b.

@@ -1,6 +1,7 @@
 package rangelock
 
 import (
+	"bytes"
 	"cmp"
 	"maps"
 	"slices"
@@ -47,17 +48,27 @@ type holding struct {
 func (f *family) heldLocked() []txnlock.LockStatus {
 	type txnHolds struct{ xs, ss []txnlock.Range }
 	byTxn := map[txnlock.TxnID]*txnHolds{}
+	add := func(txn txnlock.TxnID, r txnlock.Range, m txnlock.Mode) {
+		th := byTxn[txn]
+		if th == nil {
+			th = &txnHolds{}
+			byTxn[txn] = th
+		}
+		if m == txnlock.Exclusive {
+			th.xs = append(th.xs, r)
+		} else {
+			th.ss = append(th.ss, r)
+		}
+	}
+	f.stripes[0].tree.Ascend(func(l locktree.Lock) bool { // wide locks: one copy
+		add(l.Owner, l.Range, l.Mode)
+		return true
+	})
 	for i := range f.stripes {
-		f.stripes[i].tree.Ascend(func(l locktree.Lock) bool {
-			th := byTxn[l.Owner]
-			if th == nil {
-				th = &txnHolds{}
-				byTxn[l.Owner] = th
-			}
-			if l.Mode == txnlock.Exclusive {
-				th.xs = append(th.xs, l.Range)
-			} else {
-				th.ss = append(th.ss, l.Range)
+		f.stripes[i].points.Ascend(func(pl *pointLock) bool {
+			r := txnlock.Point(bytes.Clone(pl.key))
+			for _, h := range pl.holders {
+				add(h.txn, r, h.mode)
 			}
 			return true
 		})
@@ -173,19 +184,21 @@ func (f *family) waitsLocked() []txnlock.WaitStatus {
 	return out
 }
 
-// Stats returns the manager's counters. CurrentLocks counts the held
-// (transaction, range) entries of every stripe: a wide range counts once
-// per stripe it is stored in. LockMemory is exact.
+// Stats returns the manager's counters. CurrentLocks counts held point
+// locks (a key with several holders once) and held wide (transaction,
+// range) entries. LockMemory is exact; a wide lock counts once per stripe,
+// as it is stored.
 func (m *Manager) Stats() txnlock.Stats {
 	var s txnlock.Stats
 	for _, f := range *m.fams.Load() {
 		f.lockStripes()
 		f.wideCounters.AddTo(&s)
 		s.Escalations += f.escalations
+		s.CurrentLocks += int64(f.stripes[0].tree.Len())
 		for i := range f.stripes {
 			st := &f.stripes[i]
 			st.counters.AddTo(&s)
-			s.CurrentLocks += int64(st.tree.Len())
+			s.CurrentLocks += int64(st.points.Len())
 			s.LockMemory += st.lockMemory()
 		}
 		f.unlockStripes()

@@ -53,19 +53,32 @@ const newRequest = ^uint64(0)
 // point request is held; every stripe for a wide request.
 func (f *family) blockersLocked(q *request, seq uint64, dst []txnlock.TxnID) []txnlock.TxnID {
 	base := len(dst)
-	holders := func(s *stripe) {
-		s.tree.Conflicts(q.txn, q.r, q.mode, func(owner txnlock.TxnID, _ txnlock.Range, _ txnlock.Mode) bool {
-			if !slices.Contains(dst[base:], owner) {
-				dst = append(dst, owner)
-			}
-			return true
-		})
+	add := func(owner txnlock.TxnID) {
+		if !slices.Contains(dst[base:], owner) {
+			dst = append(dst, owner)
+		}
+	}
+	addHeld := func(owner txnlock.TxnID, _ txnlock.Range, _ txnlock.Mode) bool {
+		add(owner)
+		return true
 	}
 	if q.point() {
-		holders(&f.stripes[q.stripe])
+		s := &f.stripes[q.stripe]
+		if pl := s.pointGetLocked(q.key); pl != nil {
+			pl.conflicts(q.txn, q.mode, add)
+		}
+		if s.tree.Len() > 0 {
+			s.tree.Conflicts(q.txn, q.r, q.mode, addHeld)
+		}
 	} else {
+		// Every stripe has a copy of the wide locks; the points are
+		// spread over the stripes.
+		f.stripes[0].tree.Conflicts(q.txn, q.r, q.mode, addHeld)
 		for i := range f.stripes {
-			holders(&f.stripes[i])
+			f.stripes[i].ascendPointsLocked(q.r, func(pl *pointLock) bool {
+				pl.conflicts(q.txn, q.mode, add)
+				return true
+			})
 		}
 	}
 	slices.Sort(dst[base:])
@@ -191,7 +204,7 @@ func (f *family) grantLocked(w *waiter) bool {
 	now := f.m.clock.Now()
 	if w.point() {
 		s := &f.stripes[w.stripe]
-		s.tree.Acquire(w.txn, w.r, w.mode)
+		s.acquirePointLocked(w.txn, w.key, w.mode)
 		s.counters.Acquired++
 		s.counters.EndWait(nil, w.lw.Since, now)
 		s.syncMemLocked(&f.m.mem)

@@ -1,0 +1,266 @@
+package rangelock
+
+import (
+	"bytes"
+	"unsafe"
+
+	"github.com/google/btree"
+	"github.com/txnlock/txnlock"
+)
+
+// Point locks [k, k] do not go through the locktree: a stripe keeps them in
+// its own B-tree of pointLocks ordered by key (exact lookups for point
+// requests, range scans for wide ones), and an index of each transaction's
+// pointLocks (byTxn) so that releasing all of them costs what the
+// transaction holds. A locktree segment costs a general rewrite; a point
+// needs none of it, and engines take mostly point locks.
+
+// pointLock is a held point lock: its key and its holders (one, or several
+// Shared). Guarded by its stripe's mutex.
+type pointLock struct {
+	key     []byte      // owned copy
+	holders []pointHold // in grant order; inline[:1] for the usual one holder
+	inline  [1]pointHold
+}
+
+// pointHold is one holder of a pointLock. slot is the lock's index in the
+// holder's txnPoints.locks.
+type pointHold struct {
+	txn  txnlock.TxnID
+	slot int32
+	mode txnlock.Mode
+}
+
+// txnPoints lists a transaction's pointLocks in one stripe (unordered).
+type txnPoints struct {
+	locks []*pointLock
+}
+
+func pointLess(a, b *pointLock) bool { return bytes.Compare(a.key, b.key) < 0 }
+
+// Memory of point locks, counted like the locktree counts its segments.
+var (
+	pointLockBytes = int64(unsafe.Sizeof(pointLock{})) + 16 // + B-tree slot
+	holdBytes      = int64(unsafe.Sizeof(pointHold{})) + 8  // + slot in txnPoints.locks
+	txnPointsBytes = int64(unsafe.Sizeof(txnPoints{})) + 48 // + map entry
+)
+
+func keyBytes(n int) int64 { return (int64(n) + 7) &^ 7 }
+
+// maxFreePoints bounds a stripe's free list of pointLocks.
+const maxFreePoints = 32
+
+func (s *stripe) initPoints() {
+	s.points = btree.NewG(16, pointLess)
+	s.byTxn = make(map[txnlock.TxnID]*txnPoints)
+}
+
+// pointGetLocked returns the pointLock of key, or nil.
+func (s *stripe) pointGetLocked(key []byte) *pointLock {
+	if s.points.Len() == 0 {
+		return nil
+	}
+	s.probe.key = key
+	pl, _ := s.points.Get(&s.probe)
+	s.probe.key = nil
+	return pl
+}
+
+// holderIndex returns the index of txn among pl's holders, or -1.
+func (pl *pointLock) holderIndex(txn txnlock.TxnID) int {
+	for i := range pl.holders {
+		if pl.holders[i].txn == txn {
+			return i
+		}
+	}
+	return -1
+}
+
+// modeOf returns txn's mode on pl (0: none).
+func (pl *pointLock) modeOf(txn txnlock.TxnID) txnlock.Mode {
+	if pl == nil {
+		return 0
+	}
+	if i := pl.holderIndex(txn); i >= 0 {
+		return pl.holders[i].mode
+	}
+	return 0
+}
+
+// conflicts calls fn for each holder of pl other than txn whose mode is
+// incompatible with mode.
+func (pl *pointLock) conflicts(txn txnlock.TxnID, mode txnlock.Mode, fn func(owner txnlock.TxnID)) {
+	for _, h := range pl.holders {
+		if h.txn != txn && !mode.Compatible(h.mode) {
+			fn(h.txn)
+		}
+	}
+}
+
+// hasConflictOrNil reports whether conflicts would call fn (false for a
+// nil pl).
+func (pl *pointLock) hasConflictOrNil(txn txnlock.TxnID, mode txnlock.Mode) bool {
+	if pl == nil {
+		return false
+	}
+	for _, h := range pl.holders {
+		if h.txn != txn && !mode.Compatible(h.mode) {
+			return true
+		}
+	}
+	return false
+}
+
+// ascendPointsLocked calls fn for every pointLock of s with its key in r,
+// in key order, until fn returns false. fn must not change s.points.
+func (s *stripe) ascendPointsLocked(r txnlock.Range, fn func(pl *pointLock) bool) {
+	if s.points.Len() == 0 {
+		return
+	}
+	s.probe.key = r.Start().Key()
+	s.points.AscendGreaterOrEqual(&s.probe, func(pl *pointLock) bool {
+		if txnlock.Point(pl.key).Start().Compare(r.End()) >= 0 {
+			return false
+		}
+		if !r.Contains(pl.key) {
+			return true
+		}
+		return fn(pl)
+	})
+	s.probe.key = nil
+}
+
+// acquirePointLocked records that txn holds key in mode (the stronger mode
+// wins if it holds key already). It returns the pointLock.
+func (s *stripe) acquirePointLocked(txn txnlock.TxnID, key []byte, mode txnlock.Mode) {
+	pl := s.pointGetLocked(key)
+	if pl == nil {
+		pl = s.newPointLockLocked(key)
+		s.points.ReplaceOrInsert(pl)
+	} else if i := pl.holderIndex(txn); i >= 0 {
+		pl.holders[i].mode = pl.holders[i].mode.Max(mode)
+		return
+	}
+	tp := s.byTxn[txn]
+	if tp == nil {
+		tp = &txnPoints{}
+		s.byTxn[txn] = tp
+		s.pointMem += txnPointsBytes
+	}
+	pl.holders = append(pl.holders, pointHold{txn: txn, slot: int32(len(tp.locks)), mode: mode})
+	tp.locks = append(tp.locks, pl)
+	s.pointMem += holdBytes
+}
+
+// newPointLockLocked returns an empty pointLock holding a copy of key,
+// from the free list if it can.
+func (s *stripe) newPointLockLocked(key []byte) *pointLock {
+	var pl *pointLock
+	if n := len(s.free); n > 0 {
+		pl = s.free[n-1]
+		s.free[n-1] = nil
+		s.free = s.free[:n-1]
+	} else {
+		pl = &pointLock{}
+	}
+	pl.key = append(pl.key[:0], key...)
+	pl.holders = pl.inline[:0]
+	s.pointMem += pointLockBytes + keyBytes(cap(pl.key))
+	return pl
+}
+
+// releasePointLocked removes txn from the holders of key. It reports
+// whether txn held key.
+func (s *stripe) releasePointLocked(txn txnlock.TxnID, key []byte) bool {
+	pl := s.pointGetLocked(key)
+	if pl == nil {
+		return false
+	}
+	i := pl.holderIndex(txn)
+	if i < 0 {
+		return false
+	}
+	s.dropHoldLocked(pl, i)
+	return true
+}
+
+// dropHoldLocked removes holder i of pl, and pl itself once it has no
+// holder left (pl must not be used after that). The transaction's
+// txnPoints stays, possibly empty, until releaseAllPointsLocked.
+func (s *stripe) dropHoldLocked(pl *pointLock, i int) {
+	h := pl.holders[i]
+	tp := s.byTxn[h.txn]
+	last := int32(len(tp.locks) - 1)
+	if h.slot != last {
+		moved := tp.locks[last]
+		tp.locks[h.slot] = moved
+		moved.holders[moved.holderIndex(h.txn)].slot = h.slot
+	}
+	tp.locks[last] = nil
+	tp.locks = tp.locks[:last]
+	s.pointMem -= holdBytes
+	copy(pl.holders[i:], pl.holders[i+1:])
+	pl.holders = pl.holders[:len(pl.holders)-1]
+	if len(pl.holders) > 0 {
+		return
+	}
+	s.points.Delete(pl)
+	s.pointMem -= pointLockBytes + keyBytes(cap(pl.key))
+	if len(s.free) < maxFreePoints && cap(pl.key) <= 64 {
+		pl.holders = nil
+		s.free = append(s.free, pl)
+	}
+}
+
+// releaseAllPointsLocked releases every point lock of txn in s. If rel is
+// not nil, it appends the released keys (as [k, k] ranges over copies).
+func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, rel *[]txnlock.Range) int {
+	tp := s.byTxn[txn]
+	if tp == nil {
+		return 0
+	}
+	n := len(tp.locks)
+	for len(tp.locks) > 0 {
+		pl := tp.locks[len(tp.locks)-1]
+		if rel != nil {
+			*rel = append(*rel, txnlock.Point(bytes.Clone(pl.key)))
+		}
+		s.dropHoldLocked(pl, pl.holderIndex(txn))
+	}
+	delete(s.byTxn, txn)
+	s.pointMem -= txnPointsBytes
+	return n
+}
+
+// pointCountLocked is the number of point locks txn holds in s.
+func (s *stripe) pointCountLocked(txn txnlock.TxnID) int {
+	if tp := s.byTxn[txn]; tp != nil {
+		return len(tp.locks)
+	}
+	return 0
+}
+
+// resetPointsLocked forgets every point lock of s (Close).
+func (s *stripe) resetPointsLocked() {
+	s.initPoints()
+	s.free = nil
+	s.pointMem = 0
+}
+
+// releasePointsInLocked releases txn's point locks with keys in r (after
+// escalation covered them with a wide lock).
+func (s *stripe) releasePointsInLocked(txn txnlock.TxnID, r txnlock.Range) {
+	tp := s.byTxn[txn]
+	if tp == nil {
+		return
+	}
+	var in []*pointLock
+	for _, pl := range tp.locks {
+		if r.Contains(pl.key) {
+			in = append(in, pl)
+		}
+	}
+	for _, pl := range in {
+		s.dropHoldLocked(pl, pl.holderIndex(txn))
+	}
+}
