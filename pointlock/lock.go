@@ -77,10 +77,15 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	st.mu.Unlock()
 
 	err = w.Wait(ctx, timeout, m.clock, m.det)
-	if err == nil {
-		return nil // the granter did the bookkeeping
-	}
 	st.mu.Lock()
+	if err == nil {
+		// The granter signals before it finishes the bookkeeping (the hold
+		// in this transaction's record) in its critical section; taking the
+		// stripe mutex once orders this return after it, so that the
+		// caller's next call (UnlockAll) sees the hold.
+		st.mu.Unlock()
+		return nil
+	}
 	blockers := e.blockersLocked(nil, w)
 	m.removeWaiterLocked(st, h, e, w, err)
 	st.mu.Unlock()

@@ -26,3 +26,5 @@ func newRand(t testing.TB) *rand.Rand {
 	t.Logf("seed %d (replay with -seed %d)", s, s)
 	return rand.New(rand.NewPCG(s, s))
 }
+
+func newRandSeed(s uint64) *rand.Rand { return rand.New(rand.NewPCG(s, s)) }
