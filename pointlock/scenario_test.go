@@ -47,8 +47,8 @@ type pendingReq struct {
 	// reaches it, or the context is cancelled, the request must finish.
 	deadline time.Time
 	mustEnd  bool
-	done  chan error
-	stop  context.CancelFunc
+	done     chan error
+	stop     context.CancelFunc
 }
 
 type scenarioEnv struct {
