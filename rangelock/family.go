@@ -46,6 +46,7 @@ type stripe struct {
 	byTxn    map[txnlock.TxnID]*txnPoints
 	probe    pointLock    // search key for points
 	free     []*pointLock // recycled pointLocks
+	freeTxns []*txnPoints // recycled txnPoints
 	pointMem int64        // bytes accounted for points and byTxn
 	// tree holds a copy of every wide lock of the family: the trees of
 	// all stripes have the same content.

@@ -63,6 +63,18 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 			f.unlockReqLocks(q)
 			return nil, err
 		}
+		if q.point() {
+			// The common case: a key nobody holds, no wide lock or
+			// waiter in the family, no point waiter in the stripe.
+			s := &f.stripes[q.stripe]
+			if f.wide.Len() == 0 && s.tree.Len() == 0 && !s.hasWaitersLocked() && m.mem.fitsLocked(f, q) &&
+				s.insertFreshPointLocked(q.txn, q.key, q.mode) {
+				s.counters.Acquired++
+				s.syncMemLocked(&m.mem)
+				s.mu.Unlock()
+				return nil, nil
+			}
+		}
 		if f.coveredLocked(q, q.mode) {
 			f.countersLocked(q).Acquired++ // a re-lock is a no-op
 			f.unlockReqLocks(q)
@@ -80,17 +92,6 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 		f.escalate()
 	}
 
-	if q.point() {
-		// The common case: nobody holds or waits for anything on k.
-		s := &f.stripes[q.stripe]
-		if f.wide.Len() == 0 && s.queueFor(q.key) == nil &&
-			(s.tree.Len() == 0 || !s.tree.HasConflict(q.txn, q.r, q.mode)) &&
-			!s.pointGetLocked(q.key).hasConflictOrNil(q.txn, q.mode) {
-			f.acquireLocked(q)
-			s.mu.Unlock()
-			return nil, nil
-		}
-	}
 	var buf [8]txnlock.TxnID
 	blockers := f.blockersLocked(q, newRequest, buf[:0])
 	if len(blockers) > 0 && q.mode == txnlock.Exclusive && f.coveredLocked(q, txnlock.Shared) {

@@ -141,9 +141,32 @@ func (s *stripe) acquirePointLocked(txn txnlock.TxnID, key []byte, mode txnlock.
 		pl.holders[i].mode = pl.holders[i].mode.Max(mode)
 		return
 	}
+	s.addHoldLocked(pl, txn, mode)
+}
+
+// insertFreshPointLocked records that txn holds key in mode if nobody
+// holds key yet, with one B-tree descent, and reports whether it did.
+func (s *stripe) insertFreshPointLocked(txn txnlock.TxnID, key []byte, mode txnlock.Mode) bool {
+	pl := s.newPointLockLocked(key)
+	if old, ok := s.points.ReplaceOrInsert(pl); ok {
+		s.points.ReplaceOrInsert(old) // rare: the key is held
+		s.freePointLockLocked(pl)
+		return false
+	}
+	s.addHoldLocked(pl, txn, mode)
+	return true
+}
+
+// addHoldLocked adds txn as a holder of pl (which it does not hold).
+func (s *stripe) addHoldLocked(pl *pointLock, txn txnlock.TxnID, mode txnlock.Mode) {
 	tp := s.byTxn[txn]
 	if tp == nil {
-		tp = &txnPoints{}
+		if n := len(s.freeTxns); n > 0 {
+			tp = s.freeTxns[n-1]
+			s.freeTxns = s.freeTxns[:n-1]
+		} else {
+			tp = &txnPoints{}
+		}
 		s.byTxn[txn] = tp
 		s.pointMem += txnPointsBytes
 	}
@@ -172,15 +195,28 @@ func (s *stripe) newPointLockLocked(key []byte) *pointLock {
 // releasePointLocked removes txn from the holders of key. It reports
 // whether txn held key.
 func (s *stripe) releasePointLocked(txn txnlock.TxnID, key []byte) bool {
-	pl := s.pointGetLocked(key)
-	if pl == nil {
+	if s.points.Len() == 0 {
+		return false
+	}
+	// One descent in the usual case: take the lock out of the tree, put
+	// it back if txn does not hold it or others still do.
+	s.probe.key = key
+	pl, ok := s.points.Delete(&s.probe)
+	s.probe.key = nil
+	if !ok {
 		return false
 	}
 	i := pl.holderIndex(txn)
-	if i < 0 {
-		return false
+	if i < 0 || len(pl.holders) > 1 {
+		s.points.ReplaceOrInsert(pl)
+		if i < 0 {
+			return false
+		}
+		s.dropHoldLocked(pl, i)
+		return true
 	}
-	s.dropHoldLocked(pl, i)
+	s.unlinkHoldLocked(pl, i)
+	s.freePointLockLocked(pl)
 	return true
 }
 
@@ -188,6 +224,15 @@ func (s *stripe) releasePointLocked(txn txnlock.TxnID, key []byte) bool {
 // holder left (pl must not be used after that). The transaction's
 // txnPoints stays, possibly empty, until releaseAllPointsLocked.
 func (s *stripe) dropHoldLocked(pl *pointLock, i int) {
+	if s.unlinkHoldLocked(pl, i) {
+		s.points.Delete(pl)
+		s.freePointLockLocked(pl)
+	}
+}
+
+// unlinkHoldLocked removes holder i of pl from pl and from its
+// transaction's list, and reports whether pl has no holder left.
+func (s *stripe) unlinkHoldLocked(pl *pointLock, i int) bool {
 	h := pl.holders[i]
 	tp := s.byTxn[h.txn]
 	last := int32(len(tp.locks) - 1)
@@ -201,10 +246,12 @@ func (s *stripe) dropHoldLocked(pl *pointLock, i int) {
 	s.pointMem -= holdBytes
 	copy(pl.holders[i:], pl.holders[i+1:])
 	pl.holders = pl.holders[:len(pl.holders)-1]
-	if len(pl.holders) > 0 {
-		return
-	}
-	s.points.Delete(pl)
+	return len(pl.holders) == 0
+}
+
+// freePointLockLocked takes pl, no longer in s.points, out of the memory
+// count and keeps it for reuse.
+func (s *stripe) freePointLockLocked(pl *pointLock) {
 	s.pointMem -= pointLockBytes + keyBytes(cap(pl.key))
 	if len(s.free) < maxFreePoints && cap(pl.key) <= 64 {
 		pl.holders = nil
@@ -229,6 +276,10 @@ func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, rel *[]txnlock.Range)
 	}
 	delete(s.byTxn, txn)
 	s.pointMem -= txnPointsBytes
+	if len(s.freeTxns) < maxFreePoints && cap(tp.locks) <= 64 {
+		tp.locks = tp.locks[:0]
+		s.freeTxns = append(s.freeTxns, tp)
+	}
 	return n
 }
 
@@ -243,7 +294,7 @@ func (s *stripe) pointCountLocked(txn txnlock.TxnID) int {
 // resetPointsLocked forgets every point lock of s (Close).
 func (s *stripe) resetPointsLocked() {
 	s.initPoints()
-	s.free = nil
+	s.free, s.freeTxns = nil, nil
 	s.pointMem = 0
 }
 

@@ -194,6 +194,9 @@ func coversAll(pieces []txnlock.Range, r txnlock.Range) bool {
 	slices.SortFunc(pieces, func(a, b txnlock.Range) int { return a.Start().Compare(b.Start()) })
 	at := r.Start()
 	for _, p := range pieces {
+		if at.Compare(r.End()) >= 0 {
+			break
+		}
 		if p.Start().Compare(at) > 0 {
 			return false
 		}

@@ -1,0 +1,115 @@
+package rangelock
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/manualclock"
+	"go.uber.org/goleak"
+)
+
+func TestOptions(t *testing.T) {
+	var o Options
+	o.EnsureDefaults()
+	require.NoError(t, o.Validate())
+	require.Equal(t, DefaultStripes(), o.Stripes)
+	require.EqualValues(t, DefaultMaxLockMemory, o.MaxLockMemory)
+	require.Equal(t, txnlock.DefaultLockTimeout, o.LockTimeout)
+	require.Equal(t, "lock_timeout=5s detector=none clock=txnlock.SystemClock stripes="+itoa(o.Stripes)+
+		" max_lock_memory=67108864 escalation_barrier=false", o.String())
+
+	// Validate reports every problem at once.
+	bad := Options{Stripes: 3, MaxLockMemory: -1}
+	bad.LockTimeout = -5 * time.Second
+	err := bad.Validate()
+	require.ErrorIs(t, err, txnlock.ErrInvalidOptions)
+	var oe *txnlock.OptionsError
+	require.True(t, errors.As(err, &oe))
+	require.Len(t, oe.Problems, 4, "%v", oe.Problems) // timeout, clock, stripes, memory
+	_, err = New(Options{Stripes: 2 * MaxStripes})
+	require.ErrorIs(t, err, txnlock.ErrInvalidOptions)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestContext: a nil or cancelled context is refused before anything
+// changes; cancelling a waiter's context ends its wait with the context's
+// error and leaves no trace.
+func TestContext(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	m, err := New(Options{})
+	require.NoError(t, err)
+	defer m.Close()
+	req := txnlock.Request{Txn: 1, Range: point("a"), Mode: txnlock.Exclusive}
+	var nilCtx context.Context // the bad input under test
+	err = m.Lock(nilCtx, req)
+	require.ErrorIs(t, err, txnlock.ErrNilContext)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, m.Lock(ctx, req), context.Canceled)
+	require.Empty(t, m.Status().Locks)
+
+	require.NoError(t, m.Lock(context.Background(), req))
+	ctx, cancel = context.WithCancel(context.Background())
+	wide, err := txnlock.Closed([]byte("a"), []byte("c"))
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() { done <- m.Lock(ctx, txnlock.Request{Txn: 2, Range: wide, Mode: txnlock.Shared}) }()
+	waitUntilWaiting(t, m, 2)
+	cancel()
+	err = <-done
+	require.ErrorIs(t, err, context.Canceled)
+	var le *txnlock.LockError
+	require.True(t, errors.As(err, &le))
+	require.Equal(t, []txnlock.TxnID{1}, le.Blockers)
+	require.Empty(t, m.Status().Waits)
+	require.EqualValues(t, 1, m.Stats().Canceled)
+}
+
+// TestCloseFailsWaiters: Close ends every wait with ErrClosed, drops the
+// locks, and later calls fail with ErrClosed.
+func TestCloseFailsWaiters(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	clock := manualclock.New()
+	opts := Options{}
+	opts.Clock = clock
+	m, err := New(opts)
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: txnlock.All(), Mode: txnlock.Exclusive}))
+	p := asyncLock(m, txnlock.Request{Txn: 2, Range: point("k"), Mode: txnlock.Shared})
+	w := asyncLock(m, txnlock.Request{Txn: 3, Range: txnlock.Prefix([]byte("k")), Mode: txnlock.Exclusive})
+	waitUntilWaiting(t, m, 2)
+	waitUntilWaiting(t, m, 3)
+	require.NoError(t, m.Close())
+	require.ErrorIs(t, <-p, txnlock.ErrClosed)
+	require.ErrorIs(t, <-w, txnlock.ErrClosed)
+	require.ErrorIs(t, m.Close(), txnlock.ErrClosed)
+	require.ErrorIs(t, m.Lock(ctx, txnlock.Request{Txn: 4, Range: point("z"), Mode: txnlock.Shared}), txnlock.ErrClosed)
+	require.ErrorIs(t, m.AddColumnFamily(3), txnlock.ErrClosed)
+	require.Empty(t, m.Status().Locks)
+	require.Zero(t, m.Stats().LockMemory)
+}
+
+// TestCallerBuffers: the manager copies keys; a caller may reuse its
+// buffers once a call returns.
+func TestCallerBuffers(t *testing.T) {
+	m, err := New(Options{})
+	require.NoError(t, err)
+	defer m.Close()
+	buf := []byte("key1")
+	wide, err := txnlock.Closed(buf[:3], []byte("kez"))
+	require.NoError(t, err)
+	require.NoError(t, m.Lock(context.Background(), txnlock.Request{Txn: 1, Range: txnlock.Point(buf), Mode: txnlock.Exclusive}))
+	require.NoError(t, m.Lock(context.Background(), txnlock.Request{Txn: 1, Range: wide, Mode: txnlock.Shared}))
+	copy(buf, "zzzz")
+	st := m.Status()
+	require.Len(t, st.Locks, 3, "%v", st)
+	require.Equal(t, "[key, key1)", st.Locks[0].Range.String())
+	require.Equal(t, "[key1]", st.Locks[1].Range.String())
+}
