@@ -38,6 +38,9 @@ type family struct {
 // stripe is one slice of a family: the point locks that hash to it, a copy
 // of every wide lock, and the point requests waiting in it.
 type stripe struct {
+	f   *family // immutable
+	idx int     // the stripe's index in f.stripes; immutable
+
 	// mu guards every other field of the stripe.
 	mu sync.Mutex
 	// points are the point locks of keys that hash to the stripe, byTxn
@@ -73,8 +76,10 @@ func keyQueueLess(a, b *keyQueue) bool { return string(a.key) < string(b.key) }
 func newFamily(m *Manager, cf txnlock.ColumnFamily) *family {
 	f := &family{id: cf, m: m, stripes: make([]stripe, m.opts.Stripes)}
 	for i := range f.stripes {
-		f.stripes[i].tree = locktree.New()
-		f.stripes[i].initPoints()
+		s := &f.stripes[i]
+		s.f, s.idx = f, i
+		s.tree = locktree.New()
+		s.initPoints()
 	}
 	return f
 }

@@ -55,7 +55,10 @@ func (f *family) coveredLocked(q *request, mode txnlock.Mode) bool {
 // returns the blockers at the end, for the error report.
 func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([]txnlock.TxnID, error) {
 	m := f.m
-	m.txns.note(q.txn, f, q.stripe)
+	if !q.point() {
+		// (A point is noted when it is acquired: see addHoldLocked.)
+		m.txns.note(q.txn, f, wideStripe)
+	}
 	for escalated := false; ; escalated = true {
 		f.lockReqLocks(q)
 		if f.dead != nil {

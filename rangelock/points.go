@@ -161,6 +161,9 @@ func (s *stripe) insertFreshPointLocked(txn txnlock.TxnID, key []byte, mode txnl
 func (s *stripe) addHoldLocked(pl *pointLock, txn txnlock.TxnID, mode txnlock.Mode) {
 	tp := s.byTxn[txn]
 	if tp == nil {
+		// txn's first point here since its last UnlockAll: the
+		// transaction table must know, for UnlockAll to come here.
+		s.f.m.txns.note(txn, s.f, s.idx)
 		if n := len(s.freeTxns); n > 0 {
 			tp = s.freeTxns[n-1]
 			s.freeTxns = s.freeTxns[:n-1]

@@ -11,8 +11,9 @@ import (
 
 // txnTable remembers, per transaction, which stripes of which families it
 // may hold locks in, so that UnlockAll visits only those. It errs on the
-// side of too much: a stripe is noted before the request runs and stays
-// noted after a single Unlock.
+// side of too much: a stripe stays noted after a single Unlock, and a wide
+// request is noted before it runs. A point is noted, with its stripe held,
+// when the transaction gets its first point lock in the stripe.
 type txnTable struct {
 	t *txntable.Table[txnLocks]
 }
