@@ -366,3 +366,19 @@ func TestConcurrentWriteOnly(t *testing.T) {
 		}
 	}
 }
+
+// Verify catches a row without its SK entry and an SK entry without its
+// row.
+func TestVerifyDetects(t *testing.T) {
+	db := open(t, Options{Layout: LayoutPerIndex})
+	tb := db.tables[1]
+	wb := db.TxnDB().NewWriteBatch()
+	require.NoError(t, wb.Put(tb.pk, pkKey(tb.pkPrefix, 5000), encodeRow(Row{ID: 5000, K: 3})))
+	require.NoError(t, wb.Put(tb.sk, skKey(tb.skPrefix, 4, 6000), nil))
+	require.NoError(t, wb.Commit(false))
+	wb.Close()
+	rep, err := db.Verify()
+	require.ErrorIs(t, err, ErrInconsistent)
+	require.Equal(t, 1, rep.Missing)
+	require.Equal(t, 1, rep.Extra)
+}

@@ -1,0 +1,57 @@
+package sbtest
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"testing"
+
+	"github.com/txnlock/txnlock"
+)
+
+// BenchmarkWriteOnly runs sysbench's oltp_write_only transaction (UPDATE
+// k=k+1, UPDATE c, DELETE, INSERT the same id, COMMIT) on an in-memory
+// table of 10000 rows, NoSync, from GOMAXPROCS goroutines (b.RunParallel).
+// Deadlocks and timeouts roll back and count as retries. Reported: ns per
+// committed transaction, lock requests per committed transaction.
+func BenchmarkWriteOnly(b *testing.B) {
+	for _, lock := range []LockKind{LockPoint, LockRange, LockTable, LockNone} {
+		for _, layout := range []Layout{LayoutShared, LayoutPerIndex} {
+			b.Run(fmt.Sprintf("lock=%s/layout=%s", lock, layout), func(b *testing.B) {
+				db := open(b, Options{Lock: lock, Layout: layout, TableSize: 10000})
+				if lock == LockNone {
+					// Unsafe for concurrent writers: one goroutine only.
+					b.SetParallelism(1)
+				}
+				var seed, locks, retries atomic.Int64
+				b.ResetTimer()
+				b.RunParallel(func(pb *testing.PB) {
+					rng := rand.New(rand.NewPCG(uint64(seed.Add(1)), 3))
+					id := func() int64 { return 1 + rng.Int64N(10000) }
+					for pb.Next() {
+						for {
+							tx := db.Begin()
+							id3 := id()
+							err := writeOnly(tx, id(), id(), id3, id())
+							if err == nil {
+								n := tx.LockRequests()
+								if err = tx.Commit(); err == nil {
+									locks.Add(int64(n))
+									break
+								}
+							}
+							tx.Rollback()
+							if !errors.Is(err, txnlock.ErrDeadlock) && !errors.Is(err, txnlock.ErrLockTimeout) && !errors.Is(err, ErrDuplicateKey) {
+								b.Fatal(err)
+							}
+							retries.Add(1)
+						}
+					}
+				})
+				b.ReportMetric(float64(locks.Load())/float64(b.N), "locks/txn")
+				b.ReportMetric(float64(retries.Load())/float64(b.N), "retries/txn")
+			})
+		}
+	}
+}
