@@ -24,10 +24,12 @@ var long = flag.Bool("long", false, "run the long randomized modes (≥ 10,000,0
 
 // testKeys cover the endpoint cases: the empty key (−∞ as an inclusive
 // start), keys with trailing \x00 (whose "just before" is another key's
-// "just after"), a key and its prefixes, and \xff keys (prefixes to +∞).
+// "just after"), a key and its prefixes, \xff keys (prefixes to +∞), and
+// keys longer than a segment's inline key space.
 var testKeys = [][]byte{
 	{}, {0}, {0, 0}, []byte("a"), []byte("a\x00"), []byte("a\x01"), []byte("ab"),
-	[]byte("b"), []byte("b\x00"), {0xff}, {0xff, 0xff},
+	[]byte("b"), []byte("b\x00"), []byte("k0123456789abcdef"), []byte("k0123456789abcdef\x00"),
+	{0xff}, {0xff, 0xff},
 }
 
 type universe struct {
