@@ -88,6 +88,7 @@ func BenchmarkConflicts(b *testing.B) {
 	found := 0
 	count := func(txnlock.TxnID, txnlock.Range, txnlock.Mode) bool { found++; return true }
 	b.Run("tree/Conflicts", func(b *testing.B) {
+		b.ReportAllocs()
 		for i := range b.N {
 			q := qs[i%len(qs)]
 			tr.Conflicts(q.txn, q.r, q.mode, count)
@@ -99,6 +100,13 @@ func BenchmarkConflicts(b *testing.B) {
 			if tr.HasConflict(q.txn, q.r, q.mode) {
 				found++
 			}
+		}
+	})
+	b.Run("tree/Blockers", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := range b.N {
+			q := qs[i%len(qs)]
+			tr.Blockers(q.txn, q.r, q.mode, func(txnlock.TxnID) bool { found++; return true })
 		}
 	})
 	b.Run("list/Conflicts", func(b *testing.B) {

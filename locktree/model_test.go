@@ -407,6 +407,19 @@ func (d *driver) checkConflicts(txn txnlock.TxnID, r txnlock.Range, md txnlock.M
 			return fmt.Errorf("Conflicts(%d, %v, %v) stopped early = %v, model %v", txn, r, md, d.runString(first), d.runString(want[:1]))
 		}
 	}
+	var owners, wantOwners []txnlock.TxnID
+	d.t.Blockers(txn, r, md, func(o txnlock.TxnID) bool {
+		owners = append(owners, o)
+		return true
+	})
+	for _, w := range want {
+		if !slices.Contains(wantOwners, w.owner) {
+			wantOwners = append(wantOwners, w.owner)
+		}
+	}
+	if !slices.Equal(owners, wantOwners) {
+		return fmt.Errorf("Blockers(%d, %v, %v) = %v, model %v", txn, r, md, owners, wantOwners)
+	}
 	if got := d.t.HasConflict(txn, r, md); got != (len(want) > 0) {
 		return fmt.Errorf("HasConflict(%d, %v, %v) = %v, model %v", txn, r, md, got, d.runString(want))
 	}
