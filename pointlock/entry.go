@@ -18,12 +18,12 @@ import (
 //	      │ key string   │ x *extra │ h hold: e, rec, slot, mode, cfIdx  │
 //	      │ 16 B         │ 8 B      │ 24 B                               │
 //	      └──────────────┴──────────┴────────────────────────────────────┘
-//	                          │ nil until a second holder, a waiter or a
-//	                          ▼ hash collision needs it
-//	extra ┌──────────────┬──────────────┬──────────┬─────────┐
-//	      │ more []*hold │ q lockwait.  │ res      │ next    │
-//	      │ (shared)     │ Queue (FIFO) │ detector │ (chain) │
-//	      └──────────────┴──────────────┴──────────┴─────────┘
+//	                          │ nil until a second holder or a waiter
+//	                          ▼ needs it
+//	extra ┌──────────────┬──────────────┬──────────┐
+//	      │ more []*hold │ q lockwait.  │ res      │
+//	      │ (shared)     │ Queue (FIFO) │ detector │
+//	      └──────────────┴──────────────┴──────────┘
 //
 // The first holder is embedded (h), so an uncontended lock is one 48-byte
 // object plus its key bytes. Invariant: h.rec == nil iff the key has no
@@ -49,13 +49,11 @@ type hold struct {
 	cfIdx uint16       // the column family's registry index; immutable
 }
 
-// extra is the part of an entry that only shared, contended or colliding
-// keys need.
+// extra is the part of an entry that only shared or contended keys need.
 type extra struct {
 	more []*hold        // shared holders after h, in grant order
 	q    lockwait.Queue // waiters, FIFO; upgrades at the front
 	res  txnlock.ResourceID
-	next *entry // next entry with the same 64-bit hash in this stripe
 }
 
 // ext returns e.x, allocating it on first use.

@@ -35,68 +35,85 @@ func (m *Manager) checkInvariants() error {
 
 func (m *Manager) checkStripeLocked(lm *lockMap, st *stripe) error {
 	held := int64(0)
-	for h, head := range st.entries {
-		for e := head; e != nil; e = e.nextLocked() {
-			if m.hashString(e.key) != h {
-				return fmt.Errorf("cf %d key %q under the wrong hash", lm.cf, e.key)
-			}
-			if e.emptyLocked() {
-				return fmt.Errorf("cf %d key %q: empty entry in the map", lm.cf, e.key)
-			}
-			if e.h.rec != nil {
-				held++
-			}
-			holds := []*hold{}
-			if e.h.rec != nil {
-				holds = append(holds, &e.h)
-				if e.h.e != e {
-					return fmt.Errorf("key %q: embedded hold points elsewhere", e.key)
-				}
-			}
-			if e.x != nil {
-				if e.h.rec == nil && len(e.x.more) > 0 {
-					return fmt.Errorf("key %q: shared holders without the embedded one", e.key)
-				}
-				holds = append(holds, e.x.more...)
-			}
-			seen := map[txnlock.TxnID]bool{}
-			for _, hd := range holds {
-				if seen[hd.rec.txn] {
-					return fmt.Errorf("key %q: %v holds twice", e.key, hd.rec.txn)
-				}
-				seen[hd.rec.txn] = true
-				if hd.mode == txnlock.Exclusive && len(holds) > 1 {
-					return fmt.Errorf("key %q: Exclusive holder %v is not alone", e.key, hd.rec.txn)
-				}
-				if hd.e != e || hd.cfIdx != lm.idx {
-					return fmt.Errorf("key %q: hold of %v points elsewhere", e.key, hd.rec.txn)
-				}
-				ts := m.txns.Stripe(hd.rec.txn)
-				ts.Mu.Lock()
-				ok := int(hd.slot) < len(hd.rec.holds) && hd.rec.holds[hd.slot] == hd && ts.GetLocked(hd.rec.txn) == hd.rec
-				ts.Mu.Unlock()
-				if !ok {
-					return fmt.Errorf("key %q: hold of %v not at its slot in a live record", e.key, hd.rec.txn)
-				}
-			}
-			if e.x == nil {
-				continue
-			}
-			for w := e.x.q.Front(); w != nil; w = w.Next() {
-				if !w.Active() {
-					// A waiter that failed and has yet to unlink itself:
-					// its removal will re-check the queue behind it.
-					break
-				}
-				if e.grantableLocked(w.Txn(), w.Lock.Mode) && !m.closed.Load() {
-					return fmt.Errorf("cf %d key %q: %v waits for %v but could be granted", lm.cf, e.key, w.Txn(), w.Lock.Mode)
-				}
-				break
-			}
+	var err error
+	n := 0
+	st.tab.all(func(h uint64, e *entry) {
+		n++
+		if err == nil {
+			err = m.checkEntryLocked(lm, st, h, e, &held)
 		}
+	})
+	if err != nil {
+		return err
+	}
+	if n != st.tab.n {
+		return fmt.Errorf("cf %d stripe: table counts %d, has %d", lm.cf, st.tab.n, n)
 	}
 	if held != st.held {
 		return fmt.Errorf("cf %d stripe: held %d, counted %d", lm.cf, held, st.held)
+	}
+	return nil
+}
+
+func (m *Manager) checkEntryLocked(lm *lockMap, st *stripe, h uint64, e *entry, held *int64) error {
+	if m.hashString(e.key) != h {
+		return fmt.Errorf("cf %d key %q under the wrong hash", lm.cf, e.key)
+	}
+	if e.emptyLocked() {
+		return fmt.Errorf("cf %d key %q: empty entry in the map", lm.cf, e.key)
+	}
+	if st.tab.findString(h, e.key) != e {
+		return fmt.Errorf("cf %d key %q cannot be found", lm.cf, e.key)
+	}
+	if e.h.rec != nil {
+		*held++
+	}
+	holds := []*hold{}
+	if e.h.rec != nil {
+		holds = append(holds, &e.h)
+		if e.h.e != e {
+			return fmt.Errorf("key %q: embedded hold points elsewhere", e.key)
+		}
+	}
+	if e.x != nil {
+		if e.h.rec == nil && len(e.x.more) > 0 {
+			return fmt.Errorf("key %q: shared holders without the embedded one", e.key)
+		}
+		holds = append(holds, e.x.more...)
+	}
+	seen := map[txnlock.TxnID]bool{}
+	for _, hd := range holds {
+		if seen[hd.rec.txn] {
+			return fmt.Errorf("key %q: %v holds twice", e.key, hd.rec.txn)
+		}
+		seen[hd.rec.txn] = true
+		if hd.mode == txnlock.Exclusive && len(holds) > 1 {
+			return fmt.Errorf("key %q: Exclusive holder %v is not alone", e.key, hd.rec.txn)
+		}
+		if hd.e != e || hd.cfIdx != lm.idx {
+			return fmt.Errorf("key %q: hold of %v points elsewhere", e.key, hd.rec.txn)
+		}
+		ts := m.txns.Stripe(hd.rec.txn)
+		ts.Mu.Lock()
+		ok := int(hd.slot) < len(hd.rec.holds) && hd.rec.holds[hd.slot] == hd && ts.GetLocked(hd.rec.txn) == hd.rec
+		ts.Mu.Unlock()
+		if !ok {
+			return fmt.Errorf("key %q: hold of %v not at its slot in a live record", e.key, hd.rec.txn)
+		}
+	}
+	if e.x == nil {
+		return nil
+	}
+	for w := e.x.q.Front(); w != nil; w = w.Next() {
+		if !w.Active() {
+			// A waiter that failed and has yet to unlink itself:
+			// its removal will re-check the queue behind it.
+			break
+		}
+		if e.grantableLocked(w.Txn(), w.Lock.Mode) && !m.closed.Load() {
+			return fmt.Errorf("cf %d key %q: %v waits for %v but could be granted", lm.cf, e.key, w.Txn(), w.Lock.Mode)
+		}
+		break
 	}
 	return nil
 }

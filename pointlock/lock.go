@@ -23,7 +23,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 		st.mu.Unlock()
 		return m.lateErr(req, st)
 	}
-	e := st.findLocked(h, key)
+	e, pos := st.tab.find(h, key)
 	if e == nil {
 		// A new key: the common, uncontended case.
 		if m.maxLocks > 0 && !m.reserveKey() {
@@ -31,7 +31,8 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 			st.mu.Unlock()
 			return lockErr("lock", req, nil, txnlock.ErrLockLimit)
 		}
-		e = st.insertLocked(h, key)
+		e = st.newEntryLocked(key)
+		st.tab.insertAt(pos, h, e)
 		m.addHoldLocked(st, e, req.Txn, req.Mode)
 		st.held++
 		st.c.Acquired++

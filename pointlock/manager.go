@@ -1,7 +1,6 @@
 package pointlock
 
 import (
-	"hash/maphash"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -18,7 +17,7 @@ type Manager struct {
 	opts     Options
 	det      txnlock.Detector // nil: no deadlock detection
 	clock    txnlock.Clock
-	seed     maphash.Seed
+	kh       keyHash
 	hashMask uint64 // ^0; tests narrow it to force hash collisions
 	maxLocks int64
 
@@ -69,7 +68,7 @@ func New(opts Options) (*Manager, error) {
 		opts:     opts,
 		det:      opts.Detector,
 		clock:    opts.Clock,
-		seed:     maphash.MakeSeed(),
+		kh:       newKeyHash(),
 		hashMask: math.MaxUint64,
 		maxLocks: int64(opts.MaxLocks),
 		txns:     txntable.New[txnRecord](opts.Stripes),
@@ -86,9 +85,9 @@ func New(opts Options) (*Manager, error) {
 // Options returns the options in effect (defaults filled).
 func (m *Manager) Options() Options { return m.opts }
 
-func (m *Manager) hash(key []byte) uint64 { return maphash.Bytes(m.seed, key) & m.hashMask }
+func (m *Manager) hash(key []byte) uint64 { return sum(&m.kh, key) & m.hashMask }
 
-func (m *Manager) hashString(key string) uint64 { return maphash.String(m.seed, key) & m.hashMask }
+func (m *Manager) hashString(key string) uint64 { return sum(&m.kh, key) & m.hashMask }
 
 // AddColumnFamily registers cf. ErrColumnFamilyExists if it exists,
 // ErrUnknownColumnFamily if it is negative.
@@ -159,7 +158,7 @@ func (m *Manager) DropColumnFamily(cf txnlock.ColumnFamily) error {
 	}
 	inUse := false
 	for i := range lm.strip {
-		if len(lm.strip[i].entries) > 0 {
+		if lm.strip[i].tab.n > 0 {
 			inUse = true
 			break
 		}
@@ -198,24 +197,17 @@ func (m *Manager) Close() error {
 		for i := range lm.strip {
 			st := &lm.strip[i]
 			st.mu.Lock()
-			for _, head := range st.entries {
-				for e := head; e != nil; {
-					var next *entry
-					if e.x != nil {
-						for w := e.x.q.Front(); w != nil; w = w.Next() {
-							w.Fail(txnlock.ErrClosed)
-						}
-						next = e.x.next
+			st.tab.all(func(_ uint64, e *entry) {
+				if e.x != nil {
+					for w := e.x.q.Front(); w != nil; w = w.Next() {
+						w.Fail(txnlock.ErrClosed)
 					}
-					// Waiters unlink themselves from e.x.q; holds go.
-					e.h.rec = nil
-					if e.x != nil {
-						e.x.more = nil
-					}
-					e = next
+					e.x.more = nil
 				}
-			}
-			clear(st.entries)
+				// Waiters unlink themselves from e.x.q; holds go.
+				e.h.rec = nil
+			})
+			st.tab.reset()
 			st.held = 0
 			st.free, st.freeLen = nil, 0
 			st.mu.Unlock()

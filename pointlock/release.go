@@ -197,7 +197,7 @@ func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.R
 		st.mu.Unlock()
 		return m.lateErr(req, st)
 	}
-	e := st.findLocked(h, key)
+	e, _ := st.tab.find(h, key)
 	var hd *hold
 	if e != nil {
 		hd = e.holdOfLocked(txn)
@@ -249,7 +249,7 @@ func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
 			st.mu.Unlock()
 			return nil
 		}
-		if e := st.findStringLocked(h, key); e != nil {
+		if e := st.tab.findString(h, key); e != nil {
 			if hd := e.holdOfLocked(txn); hd != nil {
 				m.dropHoldLocked(e, hd)
 				st.c.Released++

@@ -18,23 +18,12 @@ func (m *Manager) Status() txnlock.Status {
 		for i := range lm.strip {
 			st := &lm.strip[i]
 			st.mu.Lock()
-			for _, head := range st.entries {
-				for e := head; e != nil; e = e.nextLocked() {
-					appendEntryStatusLocked(&s, lm.cf, e)
-				}
-			}
+			st.tab.all(func(_ uint64, e *entry) { appendEntryStatusLocked(&s, lm.cf, e) })
 			st.mu.Unlock()
 		}
 	}
 	s.Sort()
 	return s
-}
-
-func (e *entry) nextLocked() *entry {
-	if e.x == nil {
-		return nil
-	}
-	return e.x.next
 }
 
 func appendEntryStatusLocked(s *txnlock.Status, cf txnlock.ColumnFamily, e *entry) {

@@ -20,7 +20,6 @@ type lockMap struct {
 func newLockMap(cf txnlock.ColumnFamily, idx uint16, n int) *lockMap {
 	lm := &lockMap{cf: cf, idx: idx, mask: uint64(n - 1), strip: make([]stripe, n)}
 	for i := range lm.strip {
-		lm.strip[i].entries = make(map[uint64]*entry)
 		lm.strip[i].cfIdx = idx
 	}
 	return lm
@@ -35,9 +34,7 @@ type stripeState struct {
 	cfIdx uint16 // the lockMap's idx; immutable
 	// The fields below are guarded by mu.
 
-	// entries maps a key's 64-bit hash to its entry; entries whose hashes
-	// collide are chained through extra.next.
-	entries map[uint64]*entry
+	tab     table // key hash → entry
 	held    int64 // entries with at least one holder
 	dropped bool  // the column family was dropped (set with every stripe locked)
 	c       lockwait.Counters
@@ -56,77 +53,29 @@ type stripe struct {
 // maxFree bounds the recycled entries kept per stripe.
 const maxFree = 64
 
-// findLocked returns the entry of key (hash h), or nil.
-func (st *stripe) findLocked(h uint64, key []byte) *entry {
-	e := st.entries[h]
-	for e != nil && e.key != string(key) {
-		if e.x == nil {
-			return nil
-		}
-		e = e.x.next
-	}
-	return e
-}
-
-// findStringLocked is findLocked for a string key.
-func (st *stripe) findStringLocked(h uint64, key string) *entry {
-	e := st.entries[h]
-	for e != nil && e.key != key {
-		if e.x == nil {
-			return nil
-		}
-		e = e.x.next
-	}
-	return e
-}
-
-// insertLocked creates the entry of key (hash h, known absent).
-func (st *stripe) insertLocked(h uint64, key []byte) *entry {
+// newEntryLocked returns an empty entry for key, recycled if possible. The
+// caller inserts it in st.tab.
+func (st *stripe) newEntryLocked(key []byte) *entry {
 	e := st.free
 	if e != nil {
 		st.free = e.h.e
 		st.freeLen--
-		e.h.e = e
 	} else {
 		e = &entry{}
-		e.h.e = e
 	}
+	e.h.e = e
 	e.key = string(key)
-	if head := st.entries[h]; head != nil {
-		// A 64-bit hash collision: chain e after head.
-		hx := head.ext()
-		e.ext().next = hx.next
-		hx.next = e
-		return e
-	}
-	st.entries[h] = e
 	return e
 }
 
 // deleteLocked removes e (hash h) if it is in the stripe, and recycles it.
 func (st *stripe) deleteLocked(h uint64, e *entry) {
-	head := st.entries[h]
-	var next *entry
-	if e.x != nil {
-		next = e.x.next
+	if !st.tab.remove(h, e) {
+		return // not in the table (Close cleared it)
 	}
-	switch {
-	case head == e && next != nil:
-		st.entries[h] = next
-	case head == e:
-		delete(st.entries, h)
-	default:
-		p := head
-		for p != nil && p.x != nil && p.x.next != e {
-			p = p.x.next
-		}
-		if p == nil || p.x == nil {
-			return // not linked (the table was cleared by Close)
-		}
-		p.x.next = next
-	}
-	if st.freeLen < maxFree && (e.x == nil || e.x.q.Len() == 0) {
-		*e = entry{}
+	if st.freeLen < maxFree {
+		// Empty already: no holder, no waiter (x, if any, stays for reuse),
+		// and key is overwritten on reuse.
 		e.h.e = st.free
 		st.free = e
 		st.freeLen++
