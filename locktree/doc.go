@@ -76,8 +76,8 @@
 // the key (up to 16 bytes inline, one allocation; longer keys get a second
 // allocation; a range stores its start and end key in one string) and its
 // first owner, plus its slot in the B-tree (~16 bytes) and in its owner's
-// list (8 bytes). Further owners of a shared segment cost 16 bytes each plus
-// a slice. Memory() adds these up, rounding every allocation to the Go
+// list (8 bytes). Further owners of a shared segment cost 16 bytes each, in
+// one array, and 8 bytes in their lists. Memory() adds these up, rounding every allocation to the Go
 // allocator's size class, and keeps the sum current as segments come and
 // go. With 16-byte keys a held point costs about 90 bytes, and Memory() is
 // within 5% of the heap measured by runtime.MemStats (TestMemoryAccounting,

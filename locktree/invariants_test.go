@@ -51,8 +51,8 @@ func checkInvariants(t *Tree) error {
 			}
 			memberships[m.txn]++
 		}
-		if s.more != nil && len(*s.more) == 0 {
-			return fmt.Errorf("segment %d: empty extra owner list", i)
+		if (s.more == nil) != (s.nmore == 0) {
+			return fmt.Errorf("segment %d: extra owner array %p of length %d", i, s.more, s.nmore)
 		}
 		mem += s.bytes()
 	}

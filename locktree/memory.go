@@ -53,9 +53,7 @@ func (s *seg) bytes() int64 {
 	if s.keysOutside() {
 		n += sizeClass(int64(len(s.keys)))
 	}
-	if s.more != nil {
-		n += sizeClass(int64(unsafe.Sizeof([]member{}))) + sizeClass(int64(cap(*s.more))*memberBytes)
-	}
+	n += sizeClass(int64(s.nmore) * memberBytes)
 	return n
 }
 

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
@@ -79,6 +80,16 @@ func measure(shape memShape, n int) (measured, accounted int64, tr *Tree) {
 	after := heapInUse()
 	runtime.KeepAlive(tr)
 	return int64(after) - int64(before), tr.Memory(), tr
+}
+
+// TestSegmentSize pins the layout the memory figures depend on: a segment
+// is one 64-byte size class, keys of up to 16 bytes included.
+func TestSegmentSize(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("64-bit layout")
+	}
+	require.EqualValues(t, 64, unsafe.Sizeof(seg{}))
+	require.EqualValues(t, 64, sizeClass(segBytes))
 }
 
 // TestMemoryAccounting checks that Memory() is within 25% of the heap a

@@ -539,7 +539,7 @@ func (d *driver) check() error {
 	}
 	d.stats.maxSegs = max(d.stats.maxSegs, d.t.Segments())
 	d.t.segs.Ascend(func(s *seg) bool {
-		if s.more != nil {
+		if s.nmore != 0 {
 			d.stats.sharedSegs++
 		}
 		return true

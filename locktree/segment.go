@@ -124,9 +124,10 @@ type seg struct {
 	// have an allocation of their own. A seg is never copied by value.
 	keys   string
 	owner  txnlock.TxnID // the first member (smallest TxnID)
-	more   *[]member     // the other members, sorted by TxnID; nil if one owner
+	more   *member       // the other members, sorted by TxnID: an array of nmore
 	split  uint32        // len(start key)
 	idx    int32         // the segment's index in owner's segment list
+	nmore  uint32        // len of the more array; 0 if one owner
 	flags  uint8
 	mode   txnlock.Mode // owner's mode
 	inline [inlineKeyBytes]byte
@@ -201,12 +202,19 @@ func (s *seg) setProbe(p pos) {
 	}
 }
 
+// extra returns the members after the first (nil if one owner). They are
+// kept as a bare array, pointer and length, to save a slice header per
+// shared segment.
+func (s *seg) extra() []member {
+	if s.nmore == 0 {
+		return nil
+	}
+	return unsafe.Slice(s.more, s.nmore)
+}
+
 // nmembers is the number of owners.
 func (s *seg) nmembers() int {
-	if s.more == nil {
-		return 1
-	}
-	return 1 + len(*s.more)
+	return 1 + int(s.nmore)
 }
 
 // memberAt returns a pointer to the i-th member's idx and its txn and mode.
@@ -214,16 +222,14 @@ func (s *seg) memberAt(i int) (txnlock.TxnID, txnlock.Mode, *int32) {
 	if i == 0 {
 		return s.owner, s.mode, &s.idx
 	}
-	m := &(*s.more)[i-1]
+	m := &s.extra()[i-1]
 	return m.txn, m.mode, &m.idx
 }
 
 // appendMembers appends s's owners, sorted by TxnID, to buf.
 func (s *seg) appendMembers(buf []member) []member {
 	buf = append(buf, member{txn: s.owner, idx: s.idx, mode: s.mode})
-	if s.more != nil {
-		buf = append(buf, *s.more...)
-	}
+	buf = append(buf, s.extra()...)
 	return buf
 }
 
@@ -232,11 +238,9 @@ func (s *seg) modeOf(txn txnlock.TxnID) txnlock.Mode {
 	if s.owner == txn {
 		return s.mode
 	}
-	if s.more != nil {
-		for _, m := range *s.more {
-			if m.txn == txn {
-				return m.mode
-			}
+	for _, m := range s.extra() {
+		if m.txn == txn {
+			return m.mode
 		}
 	}
 	return 0
@@ -247,8 +251,8 @@ func (s *seg) idxOf(txn txnlock.TxnID) *int32 {
 	if s.owner == txn {
 		return &s.idx
 	}
-	for i := range *s.more {
-		if m := &(*s.more)[i]; m.txn == txn {
+	for i, more := 0, s.extra(); i < len(more); i++ {
+		if m := &more[i]; m.txn == txn {
 			return &m.idx
 		}
 	}
@@ -258,10 +262,10 @@ func (s *seg) idxOf(txn txnlock.TxnID) *int32 {
 // setMembers stores ms (sorted by TxnID, non-empty) as s's owners.
 func (s *seg) setMembers(ms []member) {
 	s.owner, s.mode, s.idx = ms[0].txn, ms[0].mode, ms[0].idx
-	s.more = nil
+	s.more, s.nmore = nil, 0
 	if len(ms) > 1 {
 		more := append([]member(nil), ms[1:]...)
-		s.more = &more
+		s.more, s.nmore = &more[0], uint32(len(more))
 	}
 }
 
@@ -271,7 +275,7 @@ func (s *seg) sameMembers(ms []member) bool {
 		return false
 	}
 	for i, m := range ms[1:] {
-		o := (*s.more)[i]
+		o := s.extra()[i]
 		if o.txn != m.txn || o.mode != m.mode {
 			return false
 		}

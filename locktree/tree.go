@@ -343,7 +343,7 @@ func (t *Tree) rewriteFast(txn txnlock.TxnID, lo, hi pos, old []*seg, f func(txn
 		return true
 	case 1:
 		s := old[0]
-		if s.more != nil || s.owner != txn || s.start().cmp(lo) != 0 || s.end().cmp(hi) != 0 || f(s.mode) != 0 {
+		if s.nmore != 0 || s.owner != txn || s.start().cmp(lo) != 0 || s.end().cmp(hi) != 0 || f(s.mode) != 0 {
 			return false
 		}
 		t.remove(s)
