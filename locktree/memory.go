@@ -45,9 +45,8 @@ func sizeClass(n int64) int64 {
 }
 
 // bytes is what segment s costs: the struct, its key bytes if they do not
-// fit inline, its extra
-// owners, and its slot in the B-tree. The slots in the owners' segment
-// lists are counted with the lists (txnState.bytes).
+// fit inline, its extra owners, and its slot in the B-tree. The slots in the
+// owners' segment lists are counted with the lists (txnState.bytes).
 func (s *seg) bytes() int64 {
 	n := sizeClass(segBytes) + btreeSlotBytes
 	if s.keysOutside() {

@@ -54,7 +54,7 @@ func minPos(p, q pos) pos {
 
 // view returns a string that shares b's memory. It is used for positions
 // that live only during one call (the caller may not change its keys during
-// the call); anything the tree keeps is copied by makeKeys.
+// the call); anything the tree keeps is copied by setBounds.
 func view(b []byte) string {
 	if len(b) == 0 {
 		return ""
