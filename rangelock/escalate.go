@@ -32,10 +32,10 @@ func (f *family) escalate() {
 			if err != nil {
 				panic("rangelock: internal error: escalation hull: " + err.Error())
 			}
-			f.m.txns.note(txn, f, wideStripe)
+			f.m.txns.noteWide(txn, f)
 			f.acquireWideLocked(txn, hull, txnlock.Exclusive)
-			for i := range f.stripes {
-				f.stripes[i].releasePointsInLocked(txn, hull) // covered now
+			for _, sp := range f.m.txns.pointsIn(txn, f) {
+				f.stripes[sp.idx].releasePointsInLocked(txn, sp.tp, hull) // covered now
 			}
 			merged = true
 		}
@@ -62,12 +62,10 @@ func (f *family) exclusiveRunsLocked(txn txnlock.TxnID) [][]txnlock.Range {
 		}
 		return true
 	})
-	for i := range f.stripes {
-		if tp := f.stripes[i].byTxn[txn]; tp != nil {
-			for _, pl := range tp.locks {
-				if pl.modeOf(txn) == txnlock.Exclusive {
-					xs = append(xs, txnlock.Point(pl.key))
-				}
+	for _, sp := range f.m.txns.pointsIn(txn, f) {
+		for _, pl := range sp.tp.locks {
+			if pl.modeOf(txn) == txnlock.Exclusive {
+				xs = append(xs, txnlock.Point(pl.key))
 			}
 		}
 	}

@@ -43,14 +43,12 @@ type stripe struct {
 
 	// mu guards every other field of the stripe.
 	mu sync.Mutex
-	// points are the point locks of keys that hash to the stripe, byTxn
-	// the same by transaction (see points.go).
+	// points are the point locks of keys that hash to the stripe (see
+	// points.go).
 	points   *btree.BTreeG[*pointLock]
-	byTxn    map[txnlock.TxnID]*txnPoints
 	probe    pointLock    // search key for points
 	free     []*pointLock // recycled pointLocks
-	freeTxns []*txnPoints // recycled txnPoints
-	pointMem int64        // bytes accounted for points and byTxn
+	pointMem int64        // bytes accounted for points
 	// tree holds a copy of every wide lock of the family: the trees of
 	// all stripes have the same content.
 	tree *locktree.Tree

@@ -55,9 +55,10 @@ func (f *family) coveredLocked(q *request, mode txnlock.Mode) bool {
 // returns the blockers at the end, for the error report.
 func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([]txnlock.TxnID, error) {
 	m := f.m
-	if !q.point() {
-		// (A point is noted when it is acquired: see addHoldLocked.)
-		m.txns.note(q.txn, f, wideStripe)
+	if q.point() {
+		q.tp = m.txns.pointsOf(q.txn, f, q.stripe)
+	} else {
+		m.txns.noteWide(q.txn, f)
 	}
 	for escalated := false; ; escalated = true {
 		f.lockReqLocks(q)
@@ -71,7 +72,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 			// waiter in the family, no point waiter in the stripe.
 			s := &f.stripes[q.stripe]
 			if f.wide.Len() == 0 && s.tree.Len() == 0 && !s.hasWaitersLocked() && m.mem.fitsLocked(f, q) &&
-				s.insertFreshPointLocked(q.txn, q.key, q.mode) {
+				s.insertFreshPointLocked(q.txn, q.tp, q.key, q.mode) {
 				s.counters.Acquired++
 				s.syncMemLocked(&m.mem)
 				s.mu.Unlock()
@@ -145,7 +146,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 func (f *family) acquireLocked(q *request) {
 	if q.point() {
 		s := &f.stripes[q.stripe]
-		s.acquirePointLocked(q.txn, q.key, q.mode)
+		s.acquirePointLocked(q.txn, q.tp, q.key, q.mode)
 		s.counters.Acquired++
 		s.syncMemLocked(&f.m.mem)
 		return
@@ -172,14 +173,14 @@ func (f *family) enqueueLocked(q *request, blockers []txnlock.TxnID) *waiter {
 		w.kq = s.queueForInsert(w.key)
 		w.kq.q.PushBack(w.lw)
 		s.counters.BeginWait()
-		held = s.pointCountLocked(q.txn) + s.tree.TxnCount(q.txn)
+		held = len(q.tp.locks) + s.tree.TxnCount(q.txn)
 	} else {
 		w.key = nil
 		f.wide.PushBack(w.lw)
 		f.wideCounters.BeginWait()
 		held = f.stripes[0].tree.TxnCount(q.txn)
-		for i := range f.stripes {
-			held += f.stripes[i].pointCountLocked(q.txn)
+		for _, sp := range f.m.txns.pointsIn(q.txn, f) {
+			held += len(sp.tp.locks)
 		}
 	}
 	if det := f.m.det; det != nil {

@@ -10,10 +10,11 @@ import (
 
 // Point locks [k, k] do not go through the locktree: a stripe keeps them in
 // its own B-tree of pointLocks ordered by key (exact lookups for point
-// requests, range scans for wide ones), and an index of each transaction's
-// pointLocks (byTxn) so that releasing all of them costs what the
-// transaction holds. A locktree segment costs a general rewrite; a point
-// needs none of it, and engines take mostly point locks.
+// requests, range scans for wide ones), and each transaction has a list of
+// its pointLocks per stripe (a txnPoints, found through the transaction
+// table) so that releasing all of them costs what it holds. A locktree
+// segment costs a general rewrite; a point needs none of it, and engines
+// take mostly point locks.
 
 // pointLock is a held point lock: its key and its holders (one, or several
 // Shared). Guarded by its stripe's mutex.
@@ -23,15 +24,17 @@ type pointLock struct {
 	inline  [1]pointHold
 }
 
-// pointHold is one holder of a pointLock. slot is the lock's index in the
-// holder's txnPoints.locks.
+// pointHold is one holder of a pointLock. slot is the lock's index in
+// tp.locks, the holder's list in the stripe.
 type pointHold struct {
 	txn  txnlock.TxnID
+	tp   *txnPoints
 	slot int32
 	mode txnlock.Mode
 }
 
 // txnPoints lists a transaction's pointLocks in one stripe (unordered).
+// The transaction table owns it; the stripe's mutex guards locks.
 type txnPoints struct {
 	locks []*pointLock
 }
@@ -42,7 +45,6 @@ func pointLess(a, b *pointLock) bool { return bytes.Compare(a.key, b.key) < 0 }
 var (
 	pointLockBytes = int64(unsafe.Sizeof(pointLock{})) + 16 // + B-tree slot
 	holdBytes      = int64(unsafe.Sizeof(pointHold{})) + 8  // + slot in txnPoints.locks
-	txnPointsBytes = int64(unsafe.Sizeof(txnPoints{})) + 48 // + map entry
 )
 
 func keyBytes(n int) int64 { return (int64(n) + 7) &^ 7 }
@@ -52,7 +54,6 @@ const maxFreePoints = 32
 
 func (s *stripe) initPoints() {
 	s.points = btree.NewG(16, pointLess)
-	s.byTxn = make(map[txnlock.TxnID]*txnPoints)
 }
 
 // pointGetLocked returns the pointLock of key, or nil.
@@ -130,9 +131,9 @@ func (s *stripe) ascendPointsLocked(r txnlock.Range, fn func(pl *pointLock) bool
 	s.probe.key = nil
 }
 
-// acquirePointLocked records that txn holds key in mode (the stronger mode
-// wins if it holds key already). It returns the pointLock.
-func (s *stripe) acquirePointLocked(txn txnlock.TxnID, key []byte, mode txnlock.Mode) {
+// acquirePointLocked records that txn, whose list in s is tp, holds key in
+// mode (the stronger mode wins if it holds key already).
+func (s *stripe) acquirePointLocked(txn txnlock.TxnID, tp *txnPoints, key []byte, mode txnlock.Mode) {
 	pl := s.pointGetLocked(key)
 	if pl == nil {
 		pl = s.newPointLockLocked(key)
@@ -141,39 +142,26 @@ func (s *stripe) acquirePointLocked(txn txnlock.TxnID, key []byte, mode txnlock.
 		pl.holders[i].mode = pl.holders[i].mode.Max(mode)
 		return
 	}
-	s.addHoldLocked(pl, txn, mode)
+	s.addHoldLocked(pl, txn, tp, mode)
 }
 
 // insertFreshPointLocked records that txn holds key in mode if nobody
 // holds key yet, with one B-tree descent, and reports whether it did.
-func (s *stripe) insertFreshPointLocked(txn txnlock.TxnID, key []byte, mode txnlock.Mode) bool {
+func (s *stripe) insertFreshPointLocked(txn txnlock.TxnID, tp *txnPoints, key []byte, mode txnlock.Mode) bool {
 	pl := s.newPointLockLocked(key)
 	if old, ok := s.points.ReplaceOrInsert(pl); ok {
 		s.points.ReplaceOrInsert(old) // rare: the key is held
 		s.freePointLockLocked(pl)
 		return false
 	}
-	s.addHoldLocked(pl, txn, mode)
+	s.addHoldLocked(pl, txn, tp, mode)
 	return true
 }
 
-// addHoldLocked adds txn as a holder of pl (which it does not hold).
-func (s *stripe) addHoldLocked(pl *pointLock, txn txnlock.TxnID, mode txnlock.Mode) {
-	tp := s.byTxn[txn]
-	if tp == nil {
-		// txn's first point here since its last UnlockAll: the
-		// transaction table must know, for UnlockAll to come here.
-		s.f.m.txns.note(txn, s.f, s.idx)
-		if n := len(s.freeTxns); n > 0 {
-			tp = s.freeTxns[n-1]
-			s.freeTxns = s.freeTxns[:n-1]
-		} else {
-			tp = &txnPoints{}
-		}
-		s.byTxn[txn] = tp
-		s.pointMem += txnPointsBytes
-	}
-	pl.holders = append(pl.holders, pointHold{txn: txn, slot: int32(len(tp.locks)), mode: mode})
+// addHoldLocked adds txn, whose list in s is tp, as a holder of pl (which
+// it does not hold).
+func (s *stripe) addHoldLocked(pl *pointLock, txn txnlock.TxnID, tp *txnPoints, mode txnlock.Mode) {
+	pl.holders = append(pl.holders, pointHold{txn: txn, tp: tp, slot: int32(len(tp.locks)), mode: mode})
 	tp.locks = append(tp.locks, pl)
 	s.pointMem += holdBytes
 }
@@ -237,7 +225,7 @@ func (s *stripe) dropHoldLocked(pl *pointLock, i int) {
 // transaction's list, and reports whether pl has no holder left.
 func (s *stripe) unlinkHoldLocked(pl *pointLock, i int) bool {
 	h := pl.holders[i]
-	tp := s.byTxn[h.txn]
+	tp := h.tp
 	last := int32(len(tp.locks) - 1)
 	if h.slot != last {
 		moved := tp.locks[last]
@@ -262,13 +250,10 @@ func (s *stripe) freePointLockLocked(pl *pointLock) {
 	}
 }
 
-// releaseAllPointsLocked releases every point lock of txn in s. If rel is
-// not nil, it appends the released keys (as [k, k] ranges over copies).
-func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, rel *[]txnlock.Range) int {
-	tp := s.byTxn[txn]
-	if tp == nil {
-		return 0
-	}
+// releaseAllPointsLocked releases every point lock of txn in s (tp is
+// its list there). If rel is not nil, it appends the released keys (as
+// [k, k] ranges over copies). It returns how many it released.
+func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, tp *txnPoints, rel *[]txnlock.Range) int {
 	n := len(tp.locks)
 	for len(tp.locks) > 0 {
 		pl := tp.locks[len(tp.locks)-1]
@@ -277,37 +262,19 @@ func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, rel *[]txnlock.Range)
 		}
 		s.dropHoldLocked(pl, pl.holderIndex(txn))
 	}
-	delete(s.byTxn, txn)
-	s.pointMem -= txnPointsBytes
-	if len(s.freeTxns) < maxFreePoints && cap(tp.locks) <= 64 {
-		tp.locks = tp.locks[:0]
-		s.freeTxns = append(s.freeTxns, tp)
-	}
 	return n
-}
-
-// pointCountLocked is the number of point locks txn holds in s.
-func (s *stripe) pointCountLocked(txn txnlock.TxnID) int {
-	if tp := s.byTxn[txn]; tp != nil {
-		return len(tp.locks)
-	}
-	return 0
 }
 
 // resetPointsLocked forgets every point lock of s (Close).
 func (s *stripe) resetPointsLocked() {
 	s.initPoints()
-	s.free, s.freeTxns = nil, nil
+	s.free = nil
 	s.pointMem = 0
 }
 
-// releasePointsInLocked releases txn's point locks with keys in r (after
-// escalation covered them with a wide lock).
-func (s *stripe) releasePointsInLocked(txn txnlock.TxnID, r txnlock.Range) {
-	tp := s.byTxn[txn]
-	if tp == nil {
-		return
-	}
+// releasePointsInLocked releases txn's point locks in s (tp is its list
+// there) with keys in r (after escalation covered them with a wide lock).
+func (s *stripe) releasePointsInLocked(txn txnlock.TxnID, tp *txnPoints, r txnlock.Range) {
 	var in []*pointLock
 	for _, pl := range tp.locks {
 		if r.Contains(pl.key) {

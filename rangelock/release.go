@@ -72,14 +72,12 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 	}
 	var points []heldPoint
 	union = append(union, wide...)
-	for i := range f.stripes {
-		s := &f.stripes[i]
-		if tp := s.byTxn[txn]; tp != nil {
-			for _, pl := range tp.locks {
-				if r.Contains(pl.key) {
-					points = append(points, heldPoint{s, pl.key})
-					union = append(union, txnlock.Point(pl.key))
-				}
+	for _, sp := range f.m.txns.pointsIn(txn, f) {
+		s := &f.stripes[sp.idx]
+		for _, pl := range sp.tp.locks {
+			if r.Contains(pl.key) {
+				points = append(points, heldPoint{s, pl.key})
+				union = append(union, txnlock.Point(pl.key))
 			}
 		}
 	}
@@ -113,11 +111,11 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 // stripe if t.wide), re-checking the waiters on what was released.
 func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 	if t.wide {
-		f.unlockAllWide(txn)
+		f.unlockAllWide(txn, t)
 		return
 	}
-	t.forEachStripe(func(i int) {
-		s := &f.stripes[i]
+	for _, sp := range t.points {
+		s := &f.stripes[sp.idx]
 		s.mu.Lock()
 		if f.dead != nil {
 			s.mu.Unlock()
@@ -128,10 +126,10 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 		if !s.hasWaitersLocked() && f.wide.Len() == 0 {
 			relp = nil // nobody to wake: no need to know the keys
 		}
-		n := s.releaseAllPointsLocked(txn, relp)
+		n := s.releaseAllPointsLocked(txn, sp.tp, relp)
 		if n == 0 {
 			s.mu.Unlock()
-			return
+			continue
 		}
 		s.syncMemLocked(&f.m.mem)
 		s.counters.Released += uint64(n)
@@ -143,12 +141,12 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 			f.recheckWideLocked(rel)
 			f.unlockStripes()
 		}
-	})
+	}
 }
 
-// unlockAllWide releases every lock of txn in f, wide and point, with
-// every stripe held.
-func (f *family) unlockAllWide(txn txnlock.TxnID) {
+// unlockAllWide releases every lock of txn in f, wide and point (t says
+// where its points are), with every stripe held.
+func (f *family) unlockAllWide(txn txnlock.TxnID, t *famTouch) {
 	f.lockStripes()
 	defer f.unlockStripes()
 	if f.dead != nil {
@@ -163,7 +161,12 @@ func (f *family) unlockAllWide(txn txnlock.TxnID) {
 			}
 		})
 		rel := slices.Clone(wideRel)
-		n := s.releaseAllPointsLocked(txn, &rel)
+		n := 0
+		for _, sp := range t.points {
+			if sp.idx == i {
+				n = s.releaseAllPointsLocked(txn, sp.tp, &rel)
+			}
+		}
 		s.syncMemLocked(&f.m.mem)
 		s.counters.Released += uint64(n)
 		f.recheckStripeLocked(s, rel)

@@ -1,7 +1,6 @@
 package rangelock
 
 import (
-	mbits "math/bits"
 	"runtime"
 	"slices"
 
@@ -25,42 +24,76 @@ type txnLocks struct {
 
 // famTouch is what a transaction touched in one family.
 type famTouch struct {
-	f       *family
-	wide    bool     // it requested a wide range (or was escalated)
-	stripes []uint64 // bit i: it requested a point in stripe i
+	f    *family
+	wide bool // it requested a wide range (or was escalated)
+	// points lists, per stripe it took point locks in, its txnPoints
+	// there (whose contents the stripe's mutex guards).
+	points []stripePoints
+}
+
+type stripePoints struct {
+	idx int
+	tp  *txnPoints
 }
 
 func (tt *txnTable) init() {
 	tt.t = txntable.New[txnLocks](4 * runtime.GOMAXPROCS(0))
 }
 
-// note records that txn requests a lock in stripe (wideStripe: every
-// stripe) of f.
-func (tt *txnTable) note(txn txnlock.TxnID, f *family, stripe int) {
-	st := tt.t.Stripe(txn)
-	st.Mu.Lock()
+// touchLocked returns txn's famTouch for f, creating what is missing. The
+// txntable stripe st is held.
+func touchLocked(st *txntable.Stripe[txnLocks], txn txnlock.TxnID, f *family) *famTouch {
 	rec, _ := st.GetOrCreateLocked(txn)
-	var t *famTouch
 	for _, x := range rec.fams {
 		if x.f == f {
-			t = x
-			break
+			return x
 		}
 	}
-	if t == nil {
-		t = &famTouch{f: f}
-		rec.fams = append(rec.fams, t)
-	}
-	if stripe == wideStripe {
-		t.wide = true
-	} else {
-		w := stripe / 64
-		if w >= len(t.stripes) {
-			t.stripes = append(t.stripes, make([]uint64, w+1-len(t.stripes))...)
-		}
-		t.stripes[w] |= 1 << (stripe % 64)
-	}
+	t := &famTouch{f: f}
+	rec.fams = append(rec.fams, t)
+	return t
+}
+
+// noteWide records that txn requests (or, escalated, holds) a wide range
+// in f: its UnlockAll must visit every stripe of f.
+func (tt *txnTable) noteWide(txn txnlock.TxnID, f *family) {
+	st := tt.t.Stripe(txn)
+	st.Mu.Lock()
+	touchLocked(st, txn, f).wide = true
 	st.Mu.Unlock()
+}
+
+// pointsOf returns the list of txn's point locks in stripe idx of f,
+// creating it (and txn's record) if needed. A request calls it before it
+// takes the stripe mutex; the list stays until UnlockAll.
+func (tt *txnTable) pointsOf(txn txnlock.TxnID, f *family, idx int) *txnPoints {
+	st := tt.t.Stripe(txn)
+	st.Mu.Lock()
+	defer st.Mu.Unlock()
+	t := touchLocked(st, txn, f)
+	for _, sp := range t.points {
+		if sp.idx == idx {
+			return sp.tp
+		}
+	}
+	tp := &txnPoints{}
+	t.points = append(t.points, stripePoints{idx, tp})
+	return tp
+}
+
+// pointsIn returns txn's point lists in f, one per stripe it used.
+func (tt *txnTable) pointsIn(txn txnlock.TxnID, f *family) []stripePoints {
+	st := tt.t.Stripe(txn)
+	st.Mu.Lock()
+	defer st.Mu.Unlock()
+	if rec := st.GetLocked(txn); rec != nil {
+		for _, x := range rec.fams {
+			if x.f == f {
+				return slices.Clone(x.points)
+			}
+		}
+	}
+	return nil
 }
 
 // hasWide reports whether txn may hold wide locks in f.
@@ -97,17 +130,6 @@ func (tt *txnTable) clear() {
 		st.Mu.Lock()
 		st.ClearLocked()
 		st.Mu.Unlock()
-	}
-}
-
-// forEachStripe calls fn for every stripe index noted in t.
-func (t *famTouch) forEachStripe(fn func(i int)) {
-	for w, bits := range t.stripes {
-		for bits != 0 {
-			i := mbits.TrailingZeros64(bits)
-			bits &^= 1 << i
-			fn(w*64 + i)
-		}
 	}
 }
 

@@ -22,6 +22,9 @@ type request struct {
 	// upgrade: the transaction holds all of r Shared and asks for
 	// Exclusive; it waits for the other holders only, not for the queue.
 	upgrade bool
+	// tp is the transaction's list of point locks in the stripe of a
+	// point request.
+	tp *txnPoints
 }
 
 func (q *request) point() bool { return q.stripe != wideStripe }
@@ -204,7 +207,7 @@ func (f *family) grantLocked(w *waiter) bool {
 	now := f.m.clock.Now()
 	if w.point() {
 		s := &f.stripes[w.stripe]
-		s.acquirePointLocked(w.txn, w.key, w.mode)
+		s.acquirePointLocked(w.txn, w.tp, w.key, w.mode)
 		s.counters.Acquired++
 		s.counters.EndWait(nil, w.lw.Since, now)
 		s.syncMemLocked(&f.m.mem)
