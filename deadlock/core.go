@@ -2,6 +2,7 @@ package deadlock
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/txnlock/txnlock"
@@ -48,8 +49,8 @@ type core struct {
 // decision is what the wrapper must do after the core decided, outside
 // its mutex.
 type decision struct {
-	err      error       // for the requester of Check, or nil
-	victims  []victimErr // other waiters to fail
+	err      error                    // for the requester of Check, or nil
+	victims  []victimErr              // other waiters to fail
 	reports  []*txnlock.DeadlockError // for OnDeadlock
 	deferred bool                     // wake the background pass
 }
@@ -85,7 +86,7 @@ func (c *core) check(w txnlock.Waiter) decision {
 		c.stats.Steps += uint64(res.steps)
 		switch {
 		case res.cycle != nil:
-			b := c.breakCycle(res.cycle, e)
+			b, _ := c.breakCycle(res.cycle, e)
 			d.err = b.err
 			d.victims = append(d.victims, b.victims...)
 			d.reports = append(d.reports, b.reports...)
@@ -122,22 +123,25 @@ func (c *core) check(w txnlock.Waiter) decision {
 // from the graph (so that no other search breaks the same cycle again) and
 // says whom to fail. requester is the wait whose Check found the cycle, or
 // nil in a background pass.
-func (c *core) breakCycle(cycle []*edge, requester *edge) decision {
-	v := c.chooseVictim(cycle, requester)
+// It returns the index of the victim in cycle; the victim's edge is
+// recycled and must not be used after.
+func (c *core) breakCycle(cycle []*edge, requester *edge) (decision, int) {
+	vi := c.chooseVictim(cycle, requester)
+	v := cycle[vi]
 	err := &txnlock.DeadlockError{Victim: v.txn, Cycle: entries(cycle), Time: c.opts.Clock.Now()}
 	if c.testingOnBreak != nil {
 		c.testingOnBreak(err)
 	}
-	c.g.removeEdge(v)
-	c.hist.add(err)
-	c.stats.Deadlocks++
 	d := decision{reports: []*txnlock.DeadlockError{err}}
 	if v == requester {
 		d.err = err
 	} else {
 		d.victims = []victimErr{{v.waiter, err}}
 	}
-	return d
+	c.g.removeEdge(v)
+	c.hist.add(err)
+	c.stats.Deadlocks++
+	return d, vi
 }
 
 // entries renders waits for a report.
@@ -170,13 +174,8 @@ func (c *core) resolve(cycle []*edge) (decision, *edge) {
 		}
 		live[i] = l
 	}
-	d := c.breakCycle(live, nil)
-	for i, l := range live {
-		if l.txn == d.reports[0].Victim && c.g.edges[l.waiter] == nil {
-			return d, cycle[i]
-		}
-	}
-	return d, cycle[0]
+	d, vi := c.breakCycle(live, nil)
+	return d, cycle[vi]
 }
 
 // backgroundPass searches a snapshot for cycles, breaking each one that is
@@ -198,7 +197,7 @@ func backgroundPass(snap *graph, stack *[]frame, maxCycles int, resolve func([]*
 
 // chooseVictim applies the victim policy; ties go to the youngest
 // transaction, then to the newest wait.
-func (c *core) chooseVictim(cycle []*edge, requester *edge) *edge {
+func (c *core) chooseVictim(cycle []*edge, requester *edge) int {
 	closer := requester
 	if closer == nil {
 		for _, e := range cycle {
@@ -217,7 +216,7 @@ func (c *core) chooseVictim(cycle []*edge, requester *edge) *edge {
 	var better func(a, b *edge) bool
 	switch c.opts.Victim {
 	case VictimRequester:
-		return closer
+		return slices.Index(cycle, closer)
 	case VictimYoungest:
 		better = func(a, b *edge) bool {
 			if pa, pb := prio(a), prio(b); pa != pb {
@@ -243,13 +242,13 @@ func (c *core) chooseVictim(cycle []*edge, requester *edge) *edge {
 			return a.txn > b.txn
 		}
 	}
-	v := cycle[0]
-	for _, e := range cycle[1:] {
-		if better(e, v) || (!better(v, e) && e.seq > v.seq) {
-			v = e
+	vi := 0
+	for i, e := range cycle {
+		if v := cycle[vi]; better(e, v) || (!better(v, e) && e.seq > v.seq) {
+			vi = i
 		}
 	}
-	return v
+	return vi
 }
 
 // describe renders the graph for scenario tests: each wait in txn order.

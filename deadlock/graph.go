@@ -21,7 +21,14 @@ type graph struct {
 	// epoch stamps the nodes one search has visited, so that a search
 	// needs no visited set of its own and no clearing.
 	epoch uint64
+	// freeEdges and freeTxns recycle nodes, so that a wait costs no
+	// allocation in the steady state.
+	freeEdges []*edge
+	freeTxns  []*txnNode
 }
+
+// maxFree bounds each free list.
+const maxFree = 1024
 
 // edge is one wait: txn waits for res.
 type edge struct {
@@ -92,7 +99,8 @@ func (g *graph) block(e txnlock.WaitEdge) {
 	}
 	g.unblock(e.Waiter)
 	g.seq++
-	ed := &edge{
+	ed := g.newEdge()
+	*ed = edge{
 		waiter:    e.Waiter,
 		txn:       e.Waiter.Txn(),
 		res:       g.resource(e.Resource),
@@ -105,10 +113,29 @@ func (g *graph) block(e txnlock.WaitEdge) {
 	ed.res.waits++
 	n := g.txns[ed.txn]
 	if n == nil {
-		n = &txnNode{id: ed.txn}
+		n = g.newTxn(ed.txn)
 		g.txns[ed.txn] = n
 	}
 	n.waits = append(n.waits, ed)
+}
+
+func (g *graph) newEdge() *edge {
+	if n := len(g.freeEdges); n > 0 {
+		e := g.freeEdges[n-1]
+		g.freeEdges = g.freeEdges[:n-1]
+		return e
+	}
+	return &edge{}
+}
+
+func (g *graph) newTxn(id txnlock.TxnID) *txnNode {
+	if n := len(g.freeTxns); n > 0 {
+		t := g.freeTxns[n-1]
+		g.freeTxns = g.freeTxns[:n-1]
+		t.id = id
+		return t
+	}
+	return &txnNode{id: id}
 }
 
 // unblock removes w's wait; a no-op for an unknown waiter.
@@ -137,14 +164,29 @@ func (g *graph) removeEdge(e *edge) {
 	}
 	if len(n.waits) == 0 {
 		delete(g.txns, e.txn)
+		if len(g.freeTxns) < maxFree {
+			*n = txnNode{waits: n.waits[:0]}
+			g.freeTxns = append(g.freeTxns, n)
+		}
+	}
+	if len(g.freeEdges) < maxFree {
+		*e = edge{}
+		g.freeEdges = append(g.freeEdges, e)
 	}
 }
 
 // setBlockers installs a sorted copy of blockers, without duplicates.
 func (g *graph) setBlockers(id txnlock.ResourceID, blockers []txnlock.TxnID) {
+	r := g.resource(id)
+	if slices.Equal(r.blockers, blockers) {
+		return // unchanged (and so already sorted)
+	}
 	b := slices.Clone(blockers)
-	slices.Sort(b)
-	g.resource(id).blockers = slices.Compact(b)
+	if len(b) > 1 {
+		slices.Sort(b)
+		b = slices.Compact(b)
+	}
+	r.blockers = b
 }
 
 // dropResource forgets id, at once if no wait points at it, else when the

@@ -73,10 +73,9 @@ func (g *graph) walk(stack *[]frame, root *txnNode, rootWaits []*edge, target tx
 		clear(st)
 		*stack = st[:0]
 	}()
+	// The clock is first read at step timeCheckEvery, so that the many
+	// short searches never read it; the budget counts from there.
 	var start time.Time
-	if lim.clock != nil {
-		start = lim.clock.Now()
-	}
 	root.mark, root.onStack = ep, true
 	st = append(st, frame{txn: root, waits: rootWaits})
 	for len(st) > 0 {
@@ -121,8 +120,12 @@ func (g *graph) walk(stack *[]frame, root *txnNode, rootWaits []*edge, target tx
 		if res.steps > lim.steps {
 			return tripped(res, "steps", st)
 		}
-		if res.steps%timeCheckEvery == 0 && lim.clock != nil && lim.clock.Now().Sub(start) > lim.time {
-			return tripped(res, "time", st)
+		if res.steps%timeCheckEvery == 0 && lim.clock != nil {
+			if now := lim.clock.Now(); start.IsZero() {
+				start = now
+			} else if now.Sub(start) > lim.time {
+				return tripped(res, "time", st)
+			}
 		}
 		if b == f.e.txn {
 			continue

@@ -1,0 +1,216 @@
+package deadlock
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/pointlock"
+)
+
+// reportLatencies reports the p50 and p99 of lat.
+func reportLatencies(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+}
+
+// BenchmarkCycleToVictimError measures the time from the request that
+// closes a 2-cycle (txn 2 asks for a, held by txn 1, which sleeps waiting
+// for b, held by txn 2) to the victim's error. With the requester policy
+// the closing request's own Lock returns it. With the fewest-locks policy
+// the victim is the sleeping txn 1 (it holds fewer locks): its goroutine
+// stamps the moment its Lock returns, then rolls back so that txn 2 gets a.
+func BenchmarkCycleToVictimError(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		victim Victim
+	}{
+		{"victim=requester", VictimRequester},
+		{"victim=sleeper", VictimFewestLocks},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			det, err := New(Options{Victim: tc.victim})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer det.Close()
+			m, err := pointlock.New(pointlock.Options{WaitOptions: txnlock.WaitOptions{Detector: det, LockTimeout: txnlock.WaitForever}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			ctx := context.Background()
+			lat := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			b.StopTimer()
+			for i := range b.N {
+				t1, t2 := txnlock.TxnID(2*i+1), txnlock.TxnID(2*i+2)
+				mustLock(b, m, t1, "a")
+				mustLock(b, m, t2, "b")
+				mustLock(b, m, t2, "c") // txn 2 holds more: txn 1 is the fewest-locks victim
+				slept := make(chan time.Time, 1)
+				sleeperErr := make(chan error, 1)
+				go func() {
+					err := m.Lock(ctx, lockReq(t1, 0, "b", txnlock.Exclusive))
+					slept <- time.Now()
+					if err != nil {
+						m.UnlockAll(t1)
+					}
+					sleeperErr <- err
+				}()
+				for det.Stats().Waits != 1 {
+					runtime.Gosched()
+				}
+				b.StartTimer()
+				start := time.Now()
+				err := m.Lock(ctx, lockReq(t2, 0, "a", txnlock.Exclusive))
+				end := time.Now()
+				b.StopTimer()
+				if tc.victim == VictimRequester {
+					if err == nil {
+						b.Fatal("no deadlock")
+					}
+					lat = append(lat, end.Sub(start))
+					m.UnlockAll(t2)
+					if err := <-sleeperErr; err != nil {
+						b.Fatal(err)
+					}
+					<-slept
+				} else {
+					if err != nil {
+						b.Fatal(err)
+					}
+					at := <-slept
+					if err := <-sleeperErr; err == nil {
+						b.Fatal("no deadlock")
+					}
+					lat = append(lat, at.Sub(start))
+					m.UnlockAll(t2)
+				}
+				m.UnlockAll(t1)
+			}
+			reportLatencies(b, lat)
+		})
+	}
+}
+
+func mustLock(b *testing.B, m *pointlock.Manager, txn txnlock.TxnID, key string) {
+	if err := m.Lock(context.Background(), lockReq(txn, 0, key, txnlock.Exclusive)); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkHotKey: 1,000 goroutines take turns locking one key
+// exclusively, so about 1,000 are queued at any time. Detection on and
+// off run side by side; compare their locks/s.
+func BenchmarkHotKey(b *testing.B) {
+	const goroutines = 1000
+	for _, tc := range []struct {
+		name string
+		det  func() (*Detector, error)
+	}{
+		{"detect=off", func() (*Detector, error) { return nil, nil }},
+		{"detect=seam-only", func() (*Detector, error) { return New(Options{Mode: Off}) }},
+		{"detect=on-block", func() (*Detector, error) { return New(Options{}) }},
+		{"detect=background", func() (*Detector, error) { return New(Options{Mode: Background}) }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			det, err := tc.det()
+			if err != nil {
+				b.Fatal(err)
+			}
+			wo := txnlock.WaitOptions{LockTimeout: txnlock.WaitForever}
+			if det != nil {
+				wo.Detector = det
+				defer det.Close()
+			}
+			m, err := pointlock.New(pointlock.Options{WaitOptions: wo})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer m.Close()
+			var left atomic.Int64
+			left.Store(int64(b.N))
+			var next atomic.Uint64
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for range goroutines {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					ctx := context.Background()
+					key := txnlock.Point([]byte("hot"))
+					for left.Add(-1) >= 0 {
+						txn := txnlock.TxnID(next.Add(1))
+						if err := m.Lock(ctx, txnlock.Request{Txn: txn, Range: key, Mode: txnlock.Exclusive}); err != nil {
+							panic(err)
+						}
+						if err := m.Unlock(txn, 0, key); err != nil {
+							panic(err)
+						}
+					}
+				}()
+			}
+			b.ResetTimer()
+			t0 := time.Now()
+			close(start)
+			wg.Wait()
+			el := time.Since(t0)
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/el.Seconds(), "locks/s")
+			if det != nil {
+				st := det.Stats()
+				b.ReportMetric(float64(st.Trips), "trips")
+				b.ReportMetric(float64(st.Deadlocks), "deadlocks")
+			}
+		})
+	}
+}
+
+// BenchmarkCheckQueued measures one on-block Check whose search passes
+// through a lock with N waiters queued: the requester waits for a lock
+// held by the last queued waiter, whose lock is held by txn 1. The
+// resource contraction makes the cost independent of N; a trip would
+// show in the trips metric.
+func BenchmarkCheckQueued(b *testing.B) {
+	for _, n := range []int{10, 10_000} {
+		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) {
+			d, err := newDetector(Options{}, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			q := d.NewResource()
+			d.SetBlockers(q, []txnlock.TxnID{1})
+			var last txnlock.TxnID
+			for i := range n {
+				last = txnlock.TxnID(100 + i)
+				d.Block(txnlock.WaitEdge{Waiter: &testWaiter{txn: last}, Resource: q})
+			}
+			r := d.NewResource()
+			d.SetBlockers(r, []txnlock.TxnID{last})
+			w := &testWaiter{txn: 2}
+			d.Block(txnlock.WaitEdge{Waiter: w, Resource: r})
+			b.ResetTimer()
+			for range b.N {
+				if err := d.Check(w); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			st := d.Stats()
+			b.ReportMetric(float64(st.Trips), "trips")
+			b.ReportMetric(float64(st.Steps)/float64(st.Searches), "steps/search")
+		})
+	}
+}

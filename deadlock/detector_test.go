@@ -1,0 +1,142 @@
+package deadlock
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/manualclock"
+)
+
+// chanWaiter is a txnlock.Waiter whose failure a test can wait for.
+type chanWaiter struct {
+	txn    txnlock.TxnID
+	once   sync.Once
+	failed chan error
+}
+
+func newChanWaiter(txn txnlock.TxnID) *chanWaiter {
+	return &chanWaiter{txn: txn, failed: make(chan error, 1)}
+}
+
+func (w *chanWaiter) Txn() txnlock.TxnID { return w.txn }
+
+func (w *chanWaiter) Fail(err error) bool {
+	ok := false
+	w.once.Do(func() { w.failed <- err; ok = true })
+	return ok
+}
+
+// twoCycle records 1 -> a -> 2 -> b -> 1 and returns the two waiters.
+func twoCycle(d *Detector) (*chanWaiter, *chanWaiter) {
+	a, b := d.NewResource(), d.NewResource()
+	w1, w2 := newChanWaiter(1), newChanWaiter(2)
+	d.SetBlockers(a, []txnlock.TxnID{2})
+	d.SetBlockers(b, []txnlock.TxnID{1})
+	d.Block(txnlock.WaitEdge{Waiter: w1, Resource: a})
+	d.Block(txnlock.WaitEdge{Waiter: w2, Resource: b})
+	return w1, w2
+}
+
+// TestBackgroundGoroutineDeferred: in OnBlock mode a tripped search is
+// handed to the real background goroutine, which breaks the cycle and
+// fails the victim through its Waiter; OnDeadlock sees it, outside the
+// mutex (it may call the detector).
+func TestBackgroundGoroutineDeferred(t *testing.T) {
+	var seen []*txnlock.DeadlockError
+	var d *Detector
+	reported := make(chan struct{}, 1)
+	d, err := New(Options{MaxDepth: 1, Clock: manualclock.New(), OnDeadlock: func(e *txnlock.DeadlockError) {
+		_ = d.Stats() // would deadlock if called under mu
+		seen = append(seen, e)
+		reported <- struct{}{}
+	}})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d.Close()) }()
+	_, w2 := twoCycle(d)
+	require.NoError(t, d.Check(w2)) // trips at depth 1: deferred
+	err = <-w2.failed
+	require.ErrorIs(t, err, txnlock.ErrDeadlock)
+	<-reported
+	require.Len(t, seen, 1)
+	require.Equal(t, txnlock.TxnID(2), seen[0].Victim)
+	st := d.Stats()
+	require.Equal(t, uint64(1), st.Trips)
+	require.Equal(t, uint64(1), st.Deferred)
+	require.Equal(t, uint64(1), st.Deadlocks)
+	require.Equal(t, 1, st.Waits)
+}
+
+// TestBackgroundGoroutinePeriodic: in Background mode with a manual clock,
+// a cycle recorded without any Check is broken when the interval passes.
+func TestBackgroundGoroutinePeriodic(t *testing.T) {
+	clock := manualclock.New()
+	d, err := New(Options{Mode: Background, Clock: clock, BackgroundInterval: time.Second})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, d.Close()) }()
+	require.Equal(t, time.Duration(0), d.DetectDelay())
+	twoCycle(d)
+	// Wait until the goroutine has armed its timer, then fire it.
+	require.Eventually(t, func() bool { return clock.Pending() == 1 }, 10*time.Second, 100*time.Microsecond)
+	clock.Advance(time.Second)
+	// The requester policy in a pass fails the newest wait: txn 2's.
+	require.Eventually(t, func() bool { return d.Stats().Deadlocks == 1 }, 10*time.Second, 100*time.Microsecond)
+	h := d.History()
+	require.Len(t, h, 1)
+	require.Equal(t, txnlock.TxnID(2), h[0].Victim)
+	require.Equal(t, clock.Now(), h[0].Time)
+}
+
+func TestCloseTwiceAndOff(t *testing.T) {
+	d, err := New(Options{})
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	require.NoError(t, d.Close())
+	// After Close the detector still works on block.
+	_, w2 := twoCycle(d)
+	require.ErrorIs(t, d.Check(w2), txnlock.ErrDeadlock)
+
+	off, err := New(Options{Mode: Off})
+	require.NoError(t, err)
+	require.Equal(t, time.Duration(-1), off.DetectDelay())
+	_, w2 = twoCycle(off)
+	require.NoError(t, off.Check(w2))
+	require.Zero(t, off.Stats().Waits)
+	require.NoError(t, off.Close())
+}
+
+// TestHistoryCopies: History returns copies a caller may change.
+func TestHistoryCopies(t *testing.T) {
+	d, err := newDetector(Options{Clock: manualclock.New()}, false)
+	require.NoError(t, err)
+	_, w2 := twoCycle(d)
+	require.Error(t, d.Check(w2))
+	h := d.History()
+	require.Len(t, h, 1)
+	h[0].Cycle[0].Holders[0] = 99
+	h[0].Victim = 99
+	again := d.History()
+	require.Equal(t, txnlock.TxnID(2), again[0].Victim)
+	require.Equal(t, txnlock.TxnID(1), again[0].Cycle[0].Holders[0])
+}
+
+// TestDropResource: a resource dropped while a wait still points at it is
+// forgotten when that wait goes; one without waits at once.
+func TestDropResource(t *testing.T) {
+	d, err := newDetector(Options{Clock: manualclock.New()}, false)
+	require.NoError(t, err)
+	r := d.NewResource()
+	w := newChanWaiter(1)
+	d.SetBlockers(r, []txnlock.TxnID{2})
+	d.Block(txnlock.WaitEdge{Waiter: w, Resource: r})
+	d.DropResource(r)
+	require.Len(t, d.mu.c.g.res, 1)
+	d.Unblock(w)
+	require.Empty(t, d.mu.c.g.res)
+	d.SetBlockers(r, []txnlock.TxnID{2})
+	d.DropResource(r)
+	require.Empty(t, d.mu.c.g.res)
+	require.Empty(t, d.mu.c.g.txns)
+}
