@@ -180,9 +180,7 @@ func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
 		if touched == nil {
 			return nil
 		}
-		for _, t := range touched.fams {
-			t.f.unlockAll(txn, t)
-		}
+		touched.touches(func(t *famTouch) { t.f.unlockAll(txn, t) })
 	}
 }
 

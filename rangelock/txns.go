@@ -18,8 +18,21 @@ type txnTable struct {
 }
 
 // txnLocks is one transaction's record, guarded by its txntable stripe.
+// The first family it touches, and the point lists of its first few
+// stripes there, are inline: a short transaction costs one allocation.
 type txnLocks struct {
-	fams []*famTouch
+	first famTouch
+	more  []*famTouch
+}
+
+// touches calls fn for each family the transaction touched.
+func (rec *txnLocks) touches(fn func(t *famTouch)) {
+	if rec.first.f != nil {
+		fn(&rec.first)
+	}
+	for _, t := range rec.more {
+		fn(t)
+	}
 }
 
 // famTouch is what a transaction touched in one family.
@@ -29,6 +42,9 @@ type famTouch struct {
 	// points lists, per stripe it took point locks in, its txnPoints
 	// there (whose contents the stripe's mutex guards).
 	points []stripePoints
+	// Inline storage for the first stripes.
+	pointsArr [8]stripePoints
+	tps       [8]txnPoints
 }
 
 type stripePoints struct {
@@ -44,14 +60,41 @@ func (tt *txnTable) init() {
 // txntable stripe st is held.
 func touchLocked(st *txntable.Stripe[txnLocks], txn txnlock.TxnID, f *family) *famTouch {
 	rec, _ := st.GetOrCreateLocked(txn)
-	for _, x := range rec.fams {
+	if rec.first.f == f {
+		return &rec.first
+	}
+	if rec.first.f == nil {
+		rec.first.f = f
+		rec.first.points = rec.first.pointsArr[:0]
+		return &rec.first
+	}
+	for _, x := range rec.more {
 		if x.f == f {
 			return x
 		}
 	}
 	t := &famTouch{f: f}
-	rec.fams = append(rec.fams, t)
+	t.points = t.pointsArr[:0]
+	rec.more = append(rec.more, t)
 	return t
+}
+
+// findLocked returns txn's famTouch for f, or nil. The txntable stripe is
+// held.
+func findLocked(st *txntable.Stripe[txnLocks], txn txnlock.TxnID, f *family) *famTouch {
+	rec := st.GetLocked(txn)
+	if rec == nil {
+		return nil
+	}
+	if rec.first.f == f {
+		return &rec.first
+	}
+	for _, x := range rec.more {
+		if x.f == f {
+			return x
+		}
+	}
+	return nil
 }
 
 // noteWide records that txn requests (or, escalated, holds) a wide range
@@ -76,7 +119,12 @@ func (tt *txnTable) pointsOf(txn txnlock.TxnID, f *family, idx int) *txnPoints {
 			return sp.tp
 		}
 	}
-	tp := &txnPoints{}
+	var tp *txnPoints
+	if n := len(t.points); n < len(t.tps) {
+		tp = &t.tps[n]
+	} else {
+		tp = &txnPoints{}
+	}
 	t.points = append(t.points, stripePoints{idx, tp})
 	return tp
 }
@@ -86,12 +134,8 @@ func (tt *txnTable) pointsIn(txn txnlock.TxnID, f *family) []stripePoints {
 	st := tt.t.Stripe(txn)
 	st.Mu.Lock()
 	defer st.Mu.Unlock()
-	if rec := st.GetLocked(txn); rec != nil {
-		for _, x := range rec.fams {
-			if x.f == f {
-				return slices.Clone(x.points)
-			}
-		}
+	if t := findLocked(st, txn, f); t != nil {
+		return slices.Clone(t.points)
 	}
 	return nil
 }
@@ -101,14 +145,8 @@ func (tt *txnTable) hasWide(txn txnlock.TxnID, f *family) bool {
 	st := tt.t.Stripe(txn)
 	st.Mu.Lock()
 	defer st.Mu.Unlock()
-	if rec := st.GetLocked(txn); rec != nil {
-		for _, x := range rec.fams {
-			if x.f == f {
-				return x.wide
-			}
-		}
-	}
-	return false
+	t := findLocked(st, txn, f)
+	return t != nil && t.wide
 }
 
 // take removes and returns txn's record, or nil.
@@ -141,11 +179,8 @@ func (tt *txnTable) inFamily(f *family) []txnlock.TxnID {
 		st := tt.t.At(i)
 		st.Mu.Lock()
 		st.AllLocked(func(id txnlock.TxnID, rec *txnLocks) bool {
-			for _, x := range rec.fams {
-				if x.f == f {
-					ids = append(ids, id)
-					break
-				}
+			if findLocked(st, id, f) != nil {
+				ids = append(ids, id)
 			}
 			return true
 		})
