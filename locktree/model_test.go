@@ -378,6 +378,17 @@ func (d *driver) step(c chooser) error {
 		if err := d.checkConflicts(txn, r, md, d.m.conflicts(txn, r, md)); err != nil {
 			return err
 		}
+		i, j := d.u.cells(r)
+		want := d.m.runs(i, j, func(o txnlock.TxnID, _ txnlock.Mode) bool { return o == txn })
+		var got []lockRun
+		d.t.HoldsIn(txn, r, func(h txnlock.Range, hm txnlock.Mode) bool {
+			hi, hj := d.u.cells(h)
+			got = append(got, lockRun{owner: txn, i: hi, j: hj, mode: hm})
+			return true
+		})
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("HoldsIn(%d, %v) = %v, model %v", txn, r, d.runString(got), d.runString(want))
+		}
 	case op < 88:
 		return d.escalateExact(c)
 	default:
