@@ -12,7 +12,7 @@ import (
 // req.Mode for req.Txn, waiting as req.Timeout and ctx allow. A range of
 // more than one key is ErrRangeNotSupported. See txnlock.Manager.
 func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
-	key, lm, timeout, err := m.checkLock(ctx, req)
+	key, lm, timeout, err := m.checkLock(ctx, &req)
 	if err != nil {
 		return lockErr("lock", req, nil, err)
 	}
@@ -98,7 +98,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 
 // checkLock validates a request before any state is touched and returns its
 // key, column family map and resolved timeout.
-func (m *Manager) checkLock(ctx context.Context, req txnlock.Request) (key []byte, lm *lockMap, timeout time.Duration, err error) {
+func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request) (key []byte, lm *lockMap, timeout time.Duration, err error) {
 	if ctx == nil {
 		return nil, nil, 0, txnlock.ErrNilContext
 	}
@@ -111,7 +111,7 @@ func (m *Manager) checkLock(ctx context.Context, req txnlock.Request) (key []byt
 	if !req.Mode.Valid() {
 		return nil, nil, 0, txnlock.ErrInvalidMode
 	}
-	key, err = pointKey(req.Range)
+	key, err = pointKey(&req.Range)
 	if err != nil {
 		return nil, nil, 0, err
 	}
@@ -128,10 +128,18 @@ func (m *Manager) checkLock(ctx context.Context, req txnlock.Request) (key []byt
 	return key, lm, t, nil
 }
 
-// pointKey returns the key of a [k, k] range.
-func pointKey(r txnlock.Range) ([]byte, error) {
-	key, ok := r.PointKey()
-	if ok {
+// pointKey returns the key of a [k, k] range. The common spelling (start
+// just before k, end just after k) is checked inline; anything else goes
+// through Range.PointKey.
+func pointKey(r *txnlock.Range) ([]byte, error) {
+	if e := r.End(); e.IsAfter() {
+		if s := r.Start(); !s.IsAfter() {
+			if sk, ek := s.Key(), e.Key(); sk != nil && string(sk) == string(ek) {
+				return sk, nil
+			}
+		}
+	}
+	if key, ok := r.PointKey(); ok {
 		return key, nil
 	}
 	if !r.Valid() {

@@ -47,7 +47,7 @@ func (md *model) lock(ctxState int, req txnlock.Request) error {
 	case !req.Mode.Valid():
 		return txnlock.ErrInvalidMode
 	}
-	key, err := pointKey(req.Range)
+	key, err := pointKey(&req.Range)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (md *model) unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Ra
 	case !txn.Valid():
 		return txnlock.ErrInvalidTxn
 	}
-	key, err := pointKey(r)
+	key, err := pointKey(&r)
 	if err != nil {
 		return err
 	}

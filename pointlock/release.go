@@ -182,7 +182,7 @@ func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.R
 	if !txn.Valid() {
 		return lockErr("unlock", req, nil, txnlock.ErrInvalidTxn)
 	}
-	key, err := pointKey(r)
+	key, err := pointKey(&r)
 	if err != nil {
 		return lockErr("unlock", req, nil, err)
 	}
