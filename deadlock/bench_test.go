@@ -214,3 +214,33 @@ func BenchmarkCheckQueued(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWaitLifecycle is the detector's share of one wait in a queue of
+// 1,000 on one lock, single-threaded: Unblock (granted), SetBlockers (the
+// new holder), Block and Check (a new wait).
+func BenchmarkWaitLifecycle(b *testing.B) {
+	d, err := newDetector(Options{}, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := d.NewResource()
+	d.SetBlockers(r, []txnlock.TxnID{1})
+	ws := make([]*testWaiter, 1000)
+	for i := range ws {
+		ws[i] = &testWaiter{txn: txnlock.TxnID(10 + i)}
+		d.Block(txnlock.WaitEdge{Waiter: ws[i], Resource: r})
+	}
+	holder := []txnlock.TxnID{0}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		w := ws[i%len(ws)]
+		d.Unblock(w)
+		holder[0] = w.txn
+		d.SetBlockers(r, holder)
+		d.Block(txnlock.WaitEdge{Waiter: w, Resource: r})
+		if err := d.Check(w); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

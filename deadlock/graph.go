@@ -1,6 +1,7 @@
 package deadlock
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -203,32 +204,62 @@ func (g *graph) dropResource(id txnlock.ResourceID) {
 	}
 }
 
-// snapshot copies the waits and the resources they point at. Blocker
-// slices are shared (they are never changed in place).
-func (g *graph) snapshot() *graph {
-	s := &graph{
-		txns:  make(map[txnlock.TxnID]*txnNode, len(g.txns)),
-		edges: make(map[txnlock.Waiter]*edge, len(g.edges)),
-		res:   make(map[txnlock.ResourceID]*resource),
-		seq:   g.seq,
+// flatWait is one wait as copied under the mutex for a snapshot.
+type flatWait struct {
+	e        edge // res is nil
+	res      txnlock.ResourceID
+	blockers []txnlock.TxnID // shared with the live graph: never changed in place
+}
+
+// flatten appends every wait to dst: the only part of a snapshot done
+// under the mutex, one copy per wait and no allocation once dst is large
+// enough.
+func (g *graph) flatten(dst []flatWait) []flatWait {
+	for _, e := range g.edges {
+		f := flatWait{e: *e, res: e.res.id, blockers: e.res.blockers}
+		f.e.res = nil
+		dst = append(dst, f)
 	}
-	for id, n := range g.txns {
-		sn := &txnNode{id: id, waits: make([]*edge, len(n.waits))}
-		for i, e := range n.waits {
-			se := *e
-			r := s.res[e.res.id]
-			if r == nil {
-				r = &resource{id: e.res.id, blockers: e.res.blockers, waits: e.res.waits}
-				s.res[r.id] = r
-			}
-			se.res = r
-			sn.waits[i] = &se
-			s.edges[se.waiter] = &se
+	return dst
+}
+
+// snapshotOf builds a graph from flattened waits, outside the mutex.
+func snapshotOf(flat []flatWait) *graph {
+	s := &graph{
+		txns:  make(map[txnlock.TxnID]*txnNode, len(flat)),
+		edges: make(map[txnlock.Waiter]*edge, len(flat)),
+		res:   make(map[txnlock.ResourceID]*resource),
+	}
+	edges := make([]edge, len(flat))
+	for i := range flat {
+		f := &flat[i]
+		r := s.res[f.res]
+		if r == nil {
+			r = &resource{id: f.res, blockers: f.blockers}
+			s.res[r.id] = r
 		}
-		s.txns[id] = sn
+		r.waits++
+		e := &edges[i]
+		*e = f.e
+		e.res = r
+		s.edges[e.waiter] = e
+		n := s.txns[e.txn]
+		if n == nil {
+			n = &txnNode{id: e.txn}
+			s.txns[e.txn] = n
+		}
+		n.waits = append(n.waits, e)
+	}
+	// Waits in the order they began, as in the live graph.
+	for _, n := range s.txns {
+		slices.SortFunc(n.waits, func(a, b *edge) int { return cmp.Compare(a.seq, b.seq) })
 	}
 	return s
 }
+
+// snapshot copies the graph (tests; the detector uses flatten and
+// snapshotOf to keep the copy under its mutex short).
+func (g *graph) snapshot() *graph { return snapshotOf(g.flatten(nil)) }
 
 // roots returns the waiting transactions in id order, so that a full
 // search is deterministic.
