@@ -101,6 +101,9 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	}
 	blockers, err := f.lock(ctx, &q, timeout)
 	if err != nil {
+		if err != txnlock.ErrLockTimeout {
+			blockers = nil // LockError.Blockers is for timeouts
+		}
 		return lockErr("lock", req, blockers, err)
 	}
 	return nil

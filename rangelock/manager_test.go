@@ -66,7 +66,7 @@ func TestContext(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	var le *txnlock.LockError
 	require.True(t, errors.As(err, &le))
-	require.Equal(t, []txnlock.TxnID{1}, le.Blockers)
+	require.Equal(t, txnlock.TxnID(2), le.Txn)
 	require.Empty(t, m.Status().Waits)
 	require.EqualValues(t, 1, m.Stats().Canceled)
 }

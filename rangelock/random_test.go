@@ -220,13 +220,14 @@ func runRandom(t *testing.T, m *Manager, workers, txnsPerWorker int) {
 
 // watchStuck polls the Status view for waiters that nothing blocks. A
 // waiter can show no blockers for a moment (the request ahead of it failed
-// and is unlinking itself); seen twice 20ms apart, it is stuck.
+// and its goroutine, maybe descheduled on a busy machine, has yet to
+// unlink itself and re-check); seen so for two seconds, it is stuck.
 func watchStuck(m *Manager, done chan struct{}, stuck *atomic.Value, stuckC chan struct{}) {
 	type key struct {
 		txn   txnlock.TxnID
 		since time.Time
 	}
-	suspects := map[key]bool{}
+	suspects := map[key]time.Time{}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -235,18 +236,23 @@ func watchStuck(m *Manager, done chan struct{}, stuck *atomic.Value, stuckC chan
 			return
 		case <-tick.C:
 		}
-		next := map[key]bool{}
+		next := map[key]time.Time{}
+		now := time.Now()
 		for _, w := range m.Status().Waits {
 			if len(w.Blockers) > 0 {
 				continue
 			}
 			k := key{w.Txn, w.Since}
-			if suspects[k] {
+			first, ok := suspects[k]
+			if !ok {
+				first = now
+			}
+			if now.Sub(first) > 2*time.Second {
 				stuck.Store(fmt.Sprintf("%s waits for %v with no blockers", w.Txn, w.Range))
 				close(stuckC)
 				return
 			}
-			next[k] = true
+			next[k] = first
 		}
 		suspects = next
 	}
