@@ -75,7 +75,7 @@ func (c *core) limits() limits {
 func (c *core) check(w txnlock.Waiter) decision {
 	var d decision
 	for {
-		e := c.g.edges[w]
+		e := c.g.find(w)
 		if e == nil {
 			return d // unblocked, or failed as a victim
 		}
@@ -167,7 +167,7 @@ func (c *core) resolve(cycle []*edge) (decision, *edge) {
 	live := make([]*edge, len(cycle))
 	for i, s := range cycle {
 		next := cycle[(i+1)%len(cycle)].txn
-		l := c.g.edges[s.waiter]
+		l := c.g.find(s.waiter)
 		if l == nil || l.res.id != s.res.id || next == l.txn || !l.res.blocks(next) {
 			c.stats.FalsePositivesAvoided++
 			return decision{}, s
@@ -190,7 +190,7 @@ func backgroundPass(snap *graph, stack *[]frame, maxCycles int, resolve func([]*
 		if cycle == nil {
 			return steps, false
 		}
-		snap.removeEdge(snap.edges[resolve(cycle).waiter])
+		snap.removeEdge(snap.find(resolve(cycle).waiter))
 	}
 	return steps, true
 }

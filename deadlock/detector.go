@@ -180,7 +180,7 @@ func (d *Detector) Stats() Stats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := d.mu.c.stats
-	s.Waits = len(d.mu.c.g.edges)
+	s.Waits = d.mu.c.g.nWaits
 	return s
 }
 
@@ -243,7 +243,7 @@ func (d *Detector) backgroundPass() {
 	defer d.passMu.Unlock()
 	d.mu.Lock()
 	d.mu.c.stats.BackgroundPasses++
-	if len(d.mu.c.g.edges) == 0 {
+	if d.mu.c.g.nWaits == 0 {
 		d.mu.Unlock()
 		return
 	}

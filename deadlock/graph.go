@@ -13,9 +13,12 @@ import (
 // lock, no clock, no goroutine. The live graph is guarded by
 // Detector.mu; a snapshot belongs to the background pass that took it.
 type graph struct {
-	txns  map[txnlock.TxnID]*txnNode
-	edges map[txnlock.Waiter]*edge
-	res   map[txnlock.ResourceID]*resource
+	txns map[txnlock.TxnID]*txnNode
+	res  map[txnlock.ResourceID]*resource
+	// nWaits counts the waits. A wait is found through its transaction
+	// (find), which seldom has more than one, so no map is keyed by
+	// waiter.
+	nWaits int
 	// seq numbers waits in the order they began (the newest wait of a
 	// cycle is the one that closed it).
 	seq uint64
@@ -75,10 +78,21 @@ func (r *resource) blocks(txn txnlock.TxnID) bool {
 
 func newGraph() graph {
 	return graph{
-		txns:  make(map[txnlock.TxnID]*txnNode),
-		edges: make(map[txnlock.Waiter]*edge),
-		res:   make(map[txnlock.ResourceID]*resource),
+		txns: make(map[txnlock.TxnID]*txnNode),
+		res:  make(map[txnlock.ResourceID]*resource),
 	}
+}
+
+// find returns w's wait, or nil.
+func (g *graph) find(w txnlock.Waiter) *edge {
+	if n := g.txns[w.Txn()]; n != nil {
+		for _, e := range n.waits {
+			if e.waiter == w {
+				return e
+			}
+		}
+	}
+	return nil
 }
 
 func (g *graph) resource(id txnlock.ResourceID) *resource {
@@ -98,21 +112,30 @@ func (g *graph) block(e txnlock.WaitEdge) {
 	if e.Waiter == nil {
 		return
 	}
-	g.unblock(e.Waiter)
+	txn := e.Waiter.Txn()
+	n := g.txns[txn]
+	if n != nil {
+		for _, old := range n.waits {
+			if old.waiter == e.Waiter {
+				g.removeEdge(old)
+				n = g.txns[txn]
+				break
+			}
+		}
+	}
 	g.seq++
 	ed := g.newEdge()
 	*ed = edge{
 		waiter:    e.Waiter,
-		txn:       e.Waiter.Txn(),
+		txn:       txn,
 		res:       g.resource(e.Resource),
 		lock:      e.Lock,
 		locksHeld: e.LocksHeld,
 		since:     e.Since,
 		seq:       g.seq,
 	}
-	g.edges[e.Waiter] = ed
+	g.nWaits++
 	ed.res.waits++
-	n := g.txns[ed.txn]
 	if n == nil {
 		n = g.newTxn(ed.txn)
 		g.txns[ed.txn] = n
@@ -141,16 +164,15 @@ func (g *graph) newTxn(id txnlock.TxnID) *txnNode {
 
 // unblock removes w's wait; a no-op for an unknown waiter.
 func (g *graph) unblock(w txnlock.Waiter) *edge {
-	e := g.edges[w]
-	if e == nil {
-		return nil
+	e := g.find(w)
+	if e != nil {
+		g.removeEdge(e)
 	}
-	g.removeEdge(e)
 	return e
 }
 
 func (g *graph) removeEdge(e *edge) {
-	delete(g.edges, e.waiter)
+	g.nWaits--
 	r := e.res
 	r.waits--
 	if r.waits == 0 && r.dropped && g.res[r.id] == r {
@@ -215,10 +237,12 @@ type flatWait struct {
 // under the mutex, one copy per wait and no allocation once dst is large
 // enough.
 func (g *graph) flatten(dst []flatWait) []flatWait {
-	for _, e := range g.edges {
-		f := flatWait{e: *e, res: e.res.id, blockers: e.res.blockers}
-		f.e.res = nil
-		dst = append(dst, f)
+	for _, n := range g.txns {
+		for _, e := range n.waits {
+			f := flatWait{e: *e, res: e.res.id, blockers: e.res.blockers}
+			f.e.res = nil
+			dst = append(dst, f)
+		}
 	}
 	return dst
 }
@@ -226,9 +250,9 @@ func (g *graph) flatten(dst []flatWait) []flatWait {
 // snapshotOf builds a graph from flattened waits, outside the mutex.
 func snapshotOf(flat []flatWait) *graph {
 	s := &graph{
-		txns:  make(map[txnlock.TxnID]*txnNode, len(flat)),
-		edges: make(map[txnlock.Waiter]*edge, len(flat)),
-		res:   make(map[txnlock.ResourceID]*resource),
+		txns:   make(map[txnlock.TxnID]*txnNode, len(flat)),
+		res:    make(map[txnlock.ResourceID]*resource),
+		nWaits: len(flat),
 	}
 	edges := make([]edge, len(flat))
 	for i := range flat {
@@ -242,7 +266,6 @@ func snapshotOf(flat []flatWait) *graph {
 		e := &edges[i]
 		*e = f.e
 		e.res = r
-		s.edges[e.waiter] = e
 		n := s.txns[e.txn]
 		if n == nil {
 			n = &txnNode{id: e.txn}

@@ -115,12 +115,12 @@ func checkSearchAgainstReference(t *testing.T, seed uint64, nTxn, nRes int) {
 	g, ws := randomGraph(rng, nTxn, nRes)
 	ref := refGraph{}
 	for _, w := range ws {
-		ref.waits = append(ref.waits, g.edges[w])
+		ref.waits = append(ref.waits, g.find(w))
 	}
 	var stack []frame
 	// On-block searches from every wait.
 	for _, w := range ws {
-		e := g.edges[w]
+		e := g.find(w)
 		res := g.walk(&stack, g.txns[e.txn], []*edge{e}, e.txn, noLimits, true)
 		want := ref.reaches(e, e)
 		// A search from e finds a cycle through e's transaction, maybe by
