@@ -78,15 +78,12 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	st.mu.Unlock()
 
 	err = w.Wait(ctx, timeout, m.clock, m.det)
-	st.mu.Lock()
 	if err == nil {
-		// The granter signals before it finishes the bookkeeping (the hold
-		// in this transaction's record) in its critical section; taking the
-		// stripe mutex once orders this return after it, so that the
-		// caller's next call (UnlockAll) sees the hold.
-		st.mu.Unlock()
+		// The granter recorded the hold (in the entry and in this
+		// transaction's record) before it signalled.
 		return nil
 	}
+	st.mu.Lock()
 	blockers := e.blockersLocked(nil, w)
 	m.removeWaiterLocked(st, h, e, w, err)
 	st.mu.Unlock()
@@ -170,7 +167,11 @@ func (m *Manager) reserveKey() bool {
 // enqueueLocked queues a waiter for req on e and reports the wait to the
 // detector.
 func (m *Manager) enqueueLocked(st *stripe, e *entry, lm *lockMap, req txnlock.Request, upgrade bool) *lockwait.Waiter {
-	ref := txnlock.LockRef{CF: req.CF, Range: txnlock.Point([]byte(e.key)), Mode: req.Mode}
+	ref := txnlock.LockRef{CF: req.CF, Mode: req.Mode}
+	if m.det != nil {
+		// For the detector's reports; Status takes the key from the entry.
+		ref.Range = txnlock.Point([]byte(e.key))
+	}
 	w := lockwait.New(req.Txn, ref, m.now())
 	w.Upgrade = upgrade
 	x := e.ext()

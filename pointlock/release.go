@@ -125,20 +125,32 @@ func (m *Manager) grantWaitersLocked(st *stripe, e *entry) bool {
 		if !e.grantableLocked(txn, mode) {
 			break
 		}
-		if w.Grant() {
-			x.q.Remove(w)
-			if hd := e.holdOfLocked(txn); hd != nil {
-				hd.mode = hd.mode.Max(mode)
-			} else {
-				m.addHoldLocked(st, e, txn, mode)
+		// Record the hold first, then signal: the waiter returns as soon as
+		// Grant succeeds, and its next call must find the hold in its
+		// record. If the waiter failed meanwhile, undo.
+		if hd := e.holdOfLocked(txn); hd != nil {
+			old := hd.mode
+			hd.mode = old.Max(mode)
+			if !w.Grant() {
+				hd.mode = old
+				w = next
+				continue
 			}
-			st.c.Acquired++
-			st.c.EndWait(nil, w.Since, m.now())
-			if m.det != nil {
-				m.det.Unblock(w)
+		} else {
+			m.addHoldLocked(st, e, txn, mode)
+			if !w.Grant() {
+				m.dropHoldLocked(e, e.holdOfLocked(txn))
+				w = next
+				continue
 			}
-			granted = true
 		}
+		x.q.Remove(w)
+		st.c.Acquired++
+		st.c.EndWait(nil, w.Since, m.now())
+		if m.det != nil {
+			m.det.Unblock(w)
+		}
+		granted = true
 		w = next
 	}
 	if x.q.Len() == 0 && x.res != 0 {
