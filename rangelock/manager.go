@@ -25,6 +25,7 @@ type Manager struct {
 	// fams is the column family registry, copied on write so that the hot
 	// path reads it with one atomic load. Writers hold admin.
 	fams atomic.Pointer[map[txnlock.ColumnFamily]*family]
+	def  *family // the default family, never dropped; immutable
 	// admin serializes AddColumnFamily, DropColumnFamily and Close. It
 	// comes before every stripe mutex in the lock order.
 	admin sync.Mutex
@@ -52,10 +53,9 @@ func New(opts Options) (*Manager, error) {
 		mask:  uint64(opts.Stripes - 1),
 	}
 	m.mem.init(opts.MaxLockMemory)
-	m.txns.init()
-	fams := map[txnlock.ColumnFamily]*family{
-		txnlock.DefaultColumnFamily: newFamily(m, txnlock.DefaultColumnFamily),
-	}
+	m.txns.init(opts.Stripes)
+	m.def = newFamily(m, txnlock.DefaultColumnFamily)
+	fams := map[txnlock.ColumnFamily]*family{txnlock.DefaultColumnFamily: m.def}
 	m.fams.Store(&fams)
 	return m, nil
 }
@@ -65,6 +65,9 @@ func (m *Manager) Options() Options { return m.opts }
 
 // family returns the registered column family cf.
 func (m *Manager) family(cf txnlock.ColumnFamily) (*family, error) {
+	if cf == txnlock.DefaultColumnFamily {
+		return m.def, nil
+	}
 	if cf < 0 {
 		return nil, txnlock.ErrUnknownColumnFamily
 	}

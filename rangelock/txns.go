@@ -1,7 +1,6 @@
 package rangelock
 
 import (
-	"runtime"
 	"slices"
 
 	"github.com/txnlock/txnlock"
@@ -52,8 +51,9 @@ type stripePoints struct {
 	tp  *txnPoints
 }
 
-func (tt *txnTable) init() {
-	tt.t = txntable.New[txnLocks](4 * runtime.GOMAXPROCS(0))
+// init sizes the table like the families: as many shards as stripes.
+func (tt *txnTable) init(shards int) {
+	tt.t = txntable.New[txnLocks](shards)
 }
 
 // touchLocked returns txn's famTouch for f, creating what is missing. The
