@@ -158,6 +158,9 @@ func (r *runObserver) RunDone(res *bench.RunResult) {
 		bench.WriteRunReport(r.out, res)
 	case "line":
 		bench.WriteRunLine(r.out, res)
+		if len(res.Digests) > 0 {
+			bench.WriteDigestStats(r.out, res.Digests)
+		}
 	}
 	if r.bar != nil {
 		r.bar.RunDone(res)
