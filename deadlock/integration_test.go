@@ -99,6 +99,25 @@ func TestPointSharedHoldersBothUpgrade(t *testing.T) {
 	require.Equal(t, uint64(1), det.Stats().Deadlocks)
 }
 
+// TestTwoManagersShareDetector: a cycle through two point managers that
+// share one detector is found.
+func TestTwoManagersShareDetector(t *testing.T) {
+	m1, det := newPointManager(t, Options{})
+	m2, err := pointlock.New(pointlock.Options{WaitOptions: txnlock.WaitOptions{Detector: det, LockTimeout: txnlock.WaitForever}})
+	require.NoError(t, err)
+	defer m2.Close()
+	ctx := context.Background()
+	require.NoError(t, m1.Lock(ctx, lockReq(1, 0, "k", txnlock.Exclusive)))
+	require.NoError(t, m2.Lock(ctx, lockReq(2, 0, "k", txnlock.Exclusive)))
+	first := lockAsync(m2, lockReq(1, 0, "k", txnlock.Exclusive))
+	waitForWaits(t, det, 1)
+	err = m1.Lock(ctx, lockReq(2, 0, "k", txnlock.Exclusive))
+	require.ErrorIs(t, err, txnlock.ErrDeadlock)
+	require.NoError(t, m1.UnlockAll(2))
+	require.NoError(t, m2.UnlockAll(2))
+	require.NoError(t, <-first)
+}
+
 // TestPointVictimOtherThanRequester: with VictimYoungest the waiting txn
 // 2 is failed through its Waiter and the requester, txn 1, proceeds once
 // txn 2 rolls back.
@@ -174,6 +193,7 @@ func TestPointRandomized(t *testing.T) {
 		{"on-block-youngest", Options{Victim: VictimYoungest}},
 		{"on-block-fewest-locks", Options{Victim: VictimFewestLocks}},
 		{"on-block-depth-1", Options{MaxDepth: 1}},
+		{"assume-depth-2", Options{MaxDepth: 2, Breaker: AssumeDeadlock}},
 		{"background", Options{Mode: Background}},
 		{"delay", Options{DetectDelay: 50 * time.Microsecond}},
 	} {
