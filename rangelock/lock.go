@@ -68,11 +68,13 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 			return nil, err
 		}
 		if q.point() {
-			// The common case: a key nobody holds, no wide lock or
-			// waiter in the family, no point waiter in the stripe.
+			// The common case: a key nobody holds, no wide lock
+			// over it, no wide waiter in the family, no point
+			// waiter in the stripe.
 			s := &f.stripes[q.stripe]
-			if f.wide.Len() == 0 && s.tree.Len() == 0 && !s.hasWaitersLocked() && m.mem.fitsLocked(f, q) &&
-				s.insertFreshPointLocked(q.txn, q.tp, q.key, q.mode) {
+			if f.wide.Len() == 0 && !s.hasWaitersLocked() &&
+				(s.tree.Len() == 0 || (!s.tree.HasConflict(q.txn, q.r, q.mode) && !s.tree.Covered(q.txn, q.r, q.mode))) &&
+				m.mem.fitsLocked(f, q) && s.insertFreshPointLocked(q.txn, q.tp, q.key, q.mode) {
 				s.counters.Acquired++
 				s.syncMemLocked(&m.mem)
 				s.mu.Unlock()
