@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/internal/txntable"
 )
 
@@ -26,6 +27,9 @@ type Manager struct {
 	// atomic load.
 	cfs  atomic.Pointer[cfTable]
 	cfMu sync.Mutex // serializes AddColumnFamily, DropColumnFamily, Close
+	// retired holds the counters of dropped column families; guarded by
+	// cfMu.
+	retired lockwait.Counters
 
 	// txns holds one record per transaction that holds a lock.
 	txns *txntable.Table[txnRecord]
@@ -164,8 +168,12 @@ func (m *Manager) DropColumnFamily(cf txnlock.ColumnFamily) error {
 		}
 	}
 	for i := range lm.strip {
-		lm.strip[i].dropped = !inUse
-		lm.strip[i].mu.Unlock()
+		st := &lm.strip[i]
+		st.dropped = !inUse
+		if !inUse {
+			addCounters(&m.retired, &st.c)
+		}
+		st.mu.Unlock()
 	}
 	if inUse {
 		return cfErr("drop column family", cf, txnlock.ErrColumnFamilyInUse)
@@ -229,3 +237,16 @@ func cfErr(op string, cf txnlock.ColumnFamily, err error) error {
 
 // now is the manager clock's time.
 func (m *Manager) now() time.Time { return m.clock.Now() }
+
+// addCounters adds c to dst.
+func addCounters(dst, c *lockwait.Counters) {
+	dst.Acquired += c.Acquired
+	dst.Released += c.Released
+	dst.Waited += c.Waited
+	dst.WaitTime += c.WaitTime
+	dst.Timeouts += c.Timeouts
+	dst.Deadlocks += c.Deadlocks
+	dst.Canceled += c.Canceled
+	dst.Limits += c.Limits
+	dst.Waiting += c.Waiting
+}

@@ -58,9 +58,13 @@ func appendEntryStatusLocked(s *txnlock.Status, cf txnlock.ColumnFamily, e *entr
 	}
 }
 
-// Stats returns the manager's counters, summed over stripes.
+// Stats returns the manager's counters, summed over stripes (and over the
+// column families dropped so far).
 func (m *Manager) Stats() txnlock.Stats {
 	var s txnlock.Stats
+	m.cfMu.Lock() // no column family is dropped meanwhile
+	defer m.cfMu.Unlock()
+	m.retired.AddTo(&s)
 	for _, lm := range m.cfs.Load().byIdx {
 		if lm == nil {
 			continue
