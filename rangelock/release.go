@@ -17,8 +17,9 @@ func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range) error {
 			return err
 		}
 		// Without wide locks of txn, [k, k] is only a point of its
-		// stripe. (Both wideSeen and the table entry are set with s
-		// held.)
+		// stripe. (wideSeen is set with every stripe held, and the
+		// table marks txn wide before it can acquire a wide lock:
+		// before a wide request runs, or under escalation's locks.)
 		if !f.wideSeen || !f.m.txns.hasWide(txn, f) {
 			if !s.releasePointLocked(txn, k) {
 				s.mu.Unlock()
