@@ -3,7 +3,6 @@ package deadlock
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/txnlock/txnlock"
 )
@@ -249,15 +248,4 @@ func (c *core) chooseVictim(cycle []*edge, requester *edge) int {
 		}
 	}
 	return vi
-}
-
-// describe renders the graph for scenario tests: each wait in txn order.
-func (g *graph) describe() string {
-	var sb strings.Builder
-	for _, n := range g.roots() {
-		for _, e := range n.waits {
-			fmt.Fprintf(&sb, "%v waits for %v (resource %d, blockers %v)\n", n.id, e.lock, e.res.id, e.res.blockers)
-		}
-	}
-	return sb.String()
 }

@@ -60,6 +60,9 @@
 //
 // The victim's wait is removed from the graph at once, so no other search
 // breaks the same cycle twice; its manager's later Unblock is a no-op.
+// When the victim is another transaction the search runs again from the
+// requester, which may have closed several cycles at once (it waits for a
+// lock with several holders) and is about to sleep.
 //
 // # The circuit breaker
 //
@@ -83,6 +86,10 @@
 // re-checked against the live graph under the mutex (every wait still
 // there, every next member still a blocker) before its victim is failed;
 // a cycle that went away meanwhile is counted as a false positive avoided.
+// Under the mutex a pass only copies the waits into a flat slice; it
+// builds its graph from them outside. After a pass the goroutine rests ten
+// times as long as the pass took, so a busy graph where every wait wakes
+// it spends at most about a tenth of a processor on passes.
 // The periodic pass also catches the one kind of cycle no Check sees: one
 // formed without a new wait, when a transaction that waits in two places
 // at once becomes the holder of a lock others wait for.

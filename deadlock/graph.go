@@ -95,15 +95,14 @@ func (g *graph) find(w txnlock.Waiter) *edge {
 	return nil
 }
 
+// resource returns id's node, made if new (or revived if dropped).
 func (g *graph) resource(id txnlock.ResourceID) *resource {
 	r := g.res[id]
-	if r != nil {
-		r.dropped = false
-	}
 	if r == nil {
 		r = &resource{id: id}
 		g.res[id] = r
 	}
+	r.dropped = false
 	return r
 }
 
@@ -291,14 +290,6 @@ func (g *graph) roots() []*txnNode {
 	for _, n := range g.txns {
 		out = append(out, n)
 	}
-	slices.SortFunc(out, func(a, b *txnNode) int {
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b *txnNode) int { return cmp.Compare(a.id, b.id) })
 	return out
 }

@@ -3,6 +3,7 @@ package deadlock
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -168,4 +169,15 @@ func FuzzSearch(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, nTxn, nRes uint8) {
 		checkSearchAgainstReference(t, seed, 1+int(nTxn%32), 1+int(nRes%16))
 	})
+}
+
+// describe renders the graph for scenario tests: each wait in txn order.
+func (g *graph) describe() string {
+	var sb strings.Builder
+	for _, n := range g.roots() {
+		for _, e := range n.waits {
+			fmt.Fprintf(&sb, "%v waits for %v (resource %d, blockers %v)\n", n.id, e.lock, e.res.id, e.res.blockers)
+		}
+	}
+	return sb.String()
 }
