@@ -69,6 +69,15 @@ func TestContext(t *testing.T) {
 	require.Equal(t, txnlock.TxnID(2), le.Txn)
 	require.Empty(t, m.Status().Waits)
 	require.EqualValues(t, 1, m.Stats().Canceled)
+
+	// A context deadline ends a wait like a timeout, with the context's
+	// error.
+	ctx, cancel = context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	err = m.Lock(ctx, txnlock.Request{Txn: 3, Range: point("a"), Mode: txnlock.Shared, Timeout: txnlock.WaitForever})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.EqualValues(t, 2, m.Stats().Canceled)
+	require.Empty(t, m.Status().Waits)
 }
 
 // TestCloseFailsWaiters: Close ends every wait with ErrClosed, drops the
