@@ -27,9 +27,9 @@ type DB struct {
 	// every Pebble access holds mu.RLock and checks closed; Close takes
 	// mu.Lock, so it waits for in-flight reads and commits.
 	//
-	// Lock order: mu, then cfMu, then txnMu. Manager calls (which may
-	// block) are never made with mu held in write mode, nor with cfMu or
-	// txnMu held.
+	// Lock order: mu, then cfMu, then txnMu. Manager.Lock (which may wait)
+	// is never called with any of them held; the non-blocking
+	// Manager.AddColumnFamily is called under cfMu.
 	mu     sync.RWMutex
 	closed bool
 

@@ -9,7 +9,8 @@ import (
 
 // Snapshot is a consistent, read-only view of the committed data at one
 // moment: every committed transaction is either wholly in it or wholly
-// absent. It takes no locks. Close it when done. Safe for concurrent use.
+// absent. It takes no locks. Close it when done, before the Pebble DB is
+// closed. Safe for concurrent use.
 type Snapshot struct {
 	db   *DB
 	snap *pebble.Snapshot

@@ -335,31 +335,7 @@ func TestConcurrentWriteOnly(t *testing.T) {
 		for _, layout := range []Layout{LayoutShared, LayoutPerIndex} {
 			t.Run(fmt.Sprintf("%s/%s", lock, layout), func(t *testing.T) {
 				db := open(t, Options{Lock: lock, Layout: layout, Tables: 2, TableSize: 50})
-				var wg sync.WaitGroup
-				var mu sync.Mutex
-				var failures []error
-				for w := range 4 {
-					wg.Go(func() {
-						rng := rand.New(rand.NewPCG(uint64(w), 1))
-						for range 100 {
-							tx := db.Begin()
-							id := func() int64 { return 1 + rng.Int64N(50) }
-							err := writeOnly(tx, id(), id(), id(), id())
-							if err == nil {
-								err = tx.Commit()
-							} else {
-								tx.Rollback()
-							}
-							if err != nil && !errors.Is(err, txnlock.ErrDeadlock) && !errors.Is(err, txnlock.ErrLockTimeout) && !errors.Is(err, ErrDuplicateKey) {
-								mu.Lock()
-								failures = append(failures, err)
-								mu.Unlock()
-							}
-						}
-					})
-				}
-				wg.Wait()
-				require.Empty(t, failures)
+				runConcurrent(t, db)
 				verify(t, db)
 				require.Empty(t, db.Manager().Status().Locks)
 			})
@@ -381,4 +357,34 @@ func TestVerifyDetects(t *testing.T) {
 	require.ErrorIs(t, err, ErrInconsistent)
 	require.Equal(t, 1, rep.Missing)
 	require.Equal(t, 1, rep.Extra)
+}
+
+// runConcurrent runs 4 goroutines × 100 oltp_write_only transactions on
+// table 1 (ids 1..50); deadlocks, timeouts and duplicate keys roll back.
+func runConcurrent(t *testing.T, db *DB) {
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []error
+	for w := range 4 {
+		wg.Go(func() {
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for range 100 {
+				tx := db.Begin()
+				id := func() int64 { return 1 + rng.Int64N(50) }
+				err := writeOnly(tx, id(), id(), id(), id())
+				if err == nil {
+					err = tx.Commit()
+				} else {
+					tx.Rollback()
+				}
+				if err != nil && !errors.Is(err, txnlock.ErrDeadlock) && !errors.Is(err, txnlock.ErrLockTimeout) && !errors.Is(err, ErrDuplicateKey) {
+					mu.Lock()
+					failures = append(failures, err)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	require.Empty(t, failures)
 }
