@@ -69,7 +69,7 @@ func RunPlan(ctx context.Context, open Opener, opts Options, obs Observer, inter
 			}
 			spec := RunSpec{
 				Workload: opts.Workload, Threads: threads, Time: opts.Time, Events: opts.Events,
-				Table: opts.tableConfig(lock), Seed: opts.Seed + uint64(seq),
+				Table: opts.tableConfig(lock), Seed: opts.Seed,
 				Delays: delays, DigestStats: opts.DigestStats,
 				ReportInterval: opts.ReportInterval, IntervalOut: intervalOut,
 			}

@@ -243,3 +243,28 @@ func TestOptionsValidate(t *testing.T) {
 	require.NoError(t, d.Validate())
 	assert.Equal(t, "--workload=oltp_write_only --lock=point,range --threads=1,2,4,8,16,32,64,100 --time=10s --events=0 --table-size=10000 --tables=1 --cf-layout=shared --storage=mem --sync=false --no-sk=false --lock-timeout=5s --pairs=1 --seed=1", d.String())
 }
+
+// TestVerifyLines: a failed check is FAILED under a lock kind, and the
+// documented corruption without locks is reported as expected.
+func TestVerifyLines(t *testing.T) {
+	bad := VerifyReport{Rows: 10, Problems: []string{"SK entry x has no row"}}
+	assert.Contains(t, verifyLine(LockPoint, bad), "FAILED (10 rows, 0 duplicate ids): SK entry x has no row")
+	assert.Contains(t, verifyLine(LockNone, bad), "inconsistent, as expected without locks")
+	res := testResult()
+	res.Options.Locks = []LockKind{LockPoint, LockRange, LockNone}
+	none := runAt(LockNone, 1, 1000, time.Millisecond)
+	none.Verify = bad
+	res.Runs = append(res.Runs, none)
+	res.Cells = Summarize(res.Runs, res.Options.Locks, res.Options.Threads)
+	var buf bytes.Buffer
+	writeErrors(&buf, res)
+	assert.Equal(t, "ignored errors: 9 deadlocks, 18 lock wait timeouts; table checks: all ok (lock none: 1 cell(s) inconsistent, as expected without locks)\n", buf.String())
+	res.Runs[0].Verify = bad
+	res.Cells = Summarize(res.Runs, res.Options.Locks, res.Options.Threads)
+	buf.Reset()
+	writeErrors(&buf, res)
+	assert.Contains(t, buf.String(), "1 cell(s) FAILED")
+	buf.Reset()
+	writeCosts(&buf, res)
+	assert.Equal(t, "time per transaction at 1 thread: driver alone 0.80 µs, point 1000.00 µs (locking 0%), range 1000.00 µs (locking 0%), none 1000.00 µs\n", buf.String())
+}
