@@ -45,7 +45,8 @@ type Result struct {
 }
 
 // RunPlan runs every lock kind at every thread count in mirrored order,
-// each run on a fresh table from open, and summarizes them.
+// each run on a fresh table from open, and summarizes them. On an error
+// (a canceled ctx, say) it returns the runs that finished with the error.
 // intervalOut receives the intermediate reports (if
 // opts.ReportInterval > 0); obs may be nil.
 func RunPlan(ctx context.Context, open Opener, opts Options, obs Observer, intervalOut io.Writer) (*Result, error) {
@@ -78,6 +79,8 @@ func RunPlan(ctx context.Context, open Opener, opts Options, obs Observer, inter
 			}
 			r, err := Run(ctx, open, spec)
 			if err != nil {
+				// Keep what finished, for a partial report.
+				res.Cells = Summarize(res.Runs, opts.Locks, opts.Threads)
 				return res, err
 			}
 			r.Seq = seq

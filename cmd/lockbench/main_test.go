@@ -288,3 +288,23 @@ func TestBinaryExitCodes(t *testing.T) {
 		assert.Equal(t, tc.code, code, "%v: %s", tc.args, out)
 	}
 }
+
+// TestRunInterrupted: an interrupt prints the runs that finished.
+func TestRunInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opens := 0
+	open := func(ctx context.Context, cfg bench.TableConfig) (bench.DB, error) {
+		opens++
+		if opens == 3 {
+			cancel()
+		}
+		return bench.OpenNoop(ctx, cfg)
+	}
+	var stdout, stderr bytes.Buffer
+	code := lockbench(ctx, []string{"run", "--threads", "1,2", "--events", "50", "--time", "0", "--per-run", "none"}, &stdout, &stderr, open)
+	assert.Equal(t, exitFail, code)
+	assert.Contains(t, stdout.String(), "interrupted; the runs that finished:")
+	assert.Regexp(t, `\n\s+1\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+0\.0%\n\s+2\s+-\s+-\s+-`, stdout.String())
+	assert.Contains(t, stderr.String(), "context canceled")
+}

@@ -100,6 +100,10 @@ func execRun(ctx context.Context, o bench.Options, f runFlags, stdout, stderr io
 		obs.bar.Clear()
 	}
 	if err != nil {
+		if ctx.Err() != nil && res != nil && len(res.Cells) > 0 && f.format == "table" {
+			fmt.Fprintf(stdout, "\ninterrupted; the runs that finished:\n")
+			bench.WriteComparison(stdout, res)
+		}
 		return err
 	}
 	if f.overhead > 0 {
