@@ -71,7 +71,7 @@ func runConcurrent(t *testing.T, stripes, workers, iters int) {
 	require.NoError(t, err)
 	defer m.Close()
 	sh := &shadow{locks: map[string]map[txnlock.TxnID]txnlock.Mode{}}
-	keys := []string{"a", "b", "c", "d", "e", "f"}
+	keys := []string{"a", "b", "cc", "dd", "eee", "f"} // mixed lengths: recycled key buffers
 	rng0 := newRand(t)
 
 	var wg sync.WaitGroup

@@ -96,33 +96,31 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 // checkLock validates a request before any state is touched and returns its
 // key, column family map and resolved timeout.
 func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request) (key []byte, lm *lockMap, timeout time.Duration, err error) {
-	if ctx == nil {
+	switch {
+	case ctx == nil:
 		return nil, nil, 0, txnlock.ErrNilContext
-	}
-	if m.closed.Load() {
+	case m.closed.Load():
 		return nil, nil, 0, txnlock.ErrClosed
-	}
-	if !req.Txn.Valid() {
+	case !req.Txn.Valid():
 		return nil, nil, 0, txnlock.ErrInvalidTxn
-	}
-	if !req.Mode.Valid() {
+	case !req.Mode.Valid():
 		return nil, nil, 0, txnlock.ErrInvalidMode
 	}
-	key, err = pointKey(&req.Range)
-	if err != nil {
+	if key, err = pointKey(&req.Range); err != nil {
 		return nil, nil, 0, err
 	}
-	t, err := txnlock.ResolveTimeout(req.Timeout, m.opts.LockTimeout)
-	if err != nil {
-		return nil, nil, 0, err
+	if timeout = req.Timeout; timeout <= 0 {
+		if timeout, err = txnlock.ResolveTimeout(timeout, m.opts.LockTimeout); err != nil {
+			return nil, nil, 0, err
+		}
 	}
 	if lm = m.cfs.Load().get(req.CF); lm == nil {
 		return nil, nil, 0, txnlock.ErrUnknownColumnFamily
 	}
-	if err := ctx.Err(); err != nil {
+	if err = ctx.Err(); err != nil {
 		return nil, nil, 0, err
 	}
-	return key, lm, t, nil
+	return key, lm, timeout, nil
 }
 
 // pointKey returns the key of a [k, k] range. The common spelling (start
@@ -136,6 +134,10 @@ func pointKey(r *txnlock.Range) ([]byte, error) {
 			}
 		}
 	}
+	return pointKeySlow(r)
+}
+
+func pointKeySlow(r *txnlock.Range) ([]byte, error) {
 	if key, ok := r.PointKey(); ok {
 		return key, nil
 	}

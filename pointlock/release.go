@@ -187,27 +187,29 @@ func (m *Manager) removeWaiterLocked(st *stripe, h uint64, e *entry, w *lockwait
 // Unlock releases txn's lock on the key of r ([k, k]) in cf and wakes the
 // requests that can now be granted. ErrNotHeld if txn does not hold it.
 func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Range) error {
-	req := txnlock.Request{Txn: txn, CF: cf, Range: r}
 	if m.closed.Load() {
-		return lockErr("unlock", req, nil, txnlock.ErrClosed)
+		return unlockErr(txn, cf, &r, txnlock.ErrClosed)
 	}
 	if !txn.Valid() {
-		return lockErr("unlock", req, nil, txnlock.ErrInvalidTxn)
+		return unlockErr(txn, cf, &r, txnlock.ErrInvalidTxn)
 	}
 	key, err := pointKey(&r)
 	if err != nil {
-		return lockErr("unlock", req, nil, err)
+		return unlockErr(txn, cf, &r, err)
 	}
 	lm := m.cfs.Load().get(cf)
 	if lm == nil {
-		return lockErr("unlock", req, nil, txnlock.ErrUnknownColumnFamily)
+		return unlockErr(txn, cf, &r, txnlock.ErrUnknownColumnFamily)
 	}
 	h := m.hash(key)
 	st := lm.stripe(h)
 	st.mu.Lock()
 	if st.dropped || m.closed.Load() {
 		st.mu.Unlock()
-		return m.lateErr(req, st)
+		if m.closed.Load() {
+			return unlockErr(txn, cf, &r, txnlock.ErrClosed)
+		}
+		return unlockErr(txn, cf, &r, txnlock.ErrUnknownColumnFamily)
 	}
 	e, _ := st.tab.find(h, key)
 	var hd *hold
@@ -216,13 +218,26 @@ func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.R
 	}
 	if hd == nil {
 		st.mu.Unlock()
-		return lockErr("unlock", req, nil, txnlock.ErrNotHeld)
+		return unlockErr(txn, cf, &r, txnlock.ErrNotHeld)
 	}
 	m.dropHoldLocked(e, hd)
 	st.c.Released++
-	m.settleLocked(st, h, e, true, true)
+	if e.x == nil {
+		// Sole holder, nobody waiting: the entry goes.
+		st.held--
+		if m.maxLocks > 0 {
+			m.nlocks.Add(-1)
+		}
+		st.deleteLocked(h, e)
+	} else {
+		m.settleLocked(st, h, e, true, true)
+	}
 	st.mu.Unlock()
 	return nil
+}
+
+func unlockErr(txn txnlock.TxnID, cf txnlock.ColumnFamily, r *txnlock.Range, err error) error {
+	return lockErr("unlock", txnlock.Request{Txn: txn, CF: cf, Range: *r}, nil, err)
 }
 
 // UnlockAll releases every lock txn holds, one at a time, at a cost
@@ -250,18 +265,21 @@ func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
 			return nil
 		}
 		hd := rec.holds[len(rec.holds)-1]
-		key := hd.e.key
+		e := hd.e
+		h := m.hashString(e.key) // e is held, so its key is stable here
 		lm := m.cfs.Load().byIdx[hd.cfIdx]
 		ts.Mu.Unlock()
 
-		h := m.hashString(key)
 		st := lm.stripe(h)
 		st.mu.Lock()
 		if st.dropped || m.closed.Load() {
 			st.mu.Unlock()
 			return nil
 		}
-		if e := st.tab.findString(h, key); e != nil {
+		// e may have been released meanwhile (by a concurrent Unlock of
+		// this transaction) and even recycled: act only if it is still in
+		// the table and held by txn.
+		if st.tab.has(h, e) {
 			if hd := e.holdOfLocked(txn); hd != nil {
 				m.dropHoldLocked(e, hd)
 				st.c.Released++

@@ -55,17 +55,41 @@ const maxFree = 64
 
 // newEntryLocked returns an empty entry for key, recycled if possible. The
 // caller inserts it in st.tab.
+//
+// A recycled entry of the same key length keeps its key buffer: the new key
+// is copied into it, so that locking a fresh key allocates nothing. This is
+// the one place where pointlock writes into a string's bytes; it is sound
+// because the buffer was allocated here (never a literal or a runtime
+// static), and nothing outside the stripe mutex keeps an entry's key: every
+// reader copies it or reads it under the mutex, or (UnlockAll) under the
+// transaction stripe while the entry is held, hence not recyclable.
 func (st *stripe) newEntryLocked(key []byte) *entry {
 	e := st.free
-	if e != nil {
-		st.free = e.h.e
-		st.freeLen--
-	} else {
+	if e == nil {
 		e = &entry{}
+		e.h.e = e
+		e.key = ownedString(key)
+		return e
 	}
+	st.free = e.h.e
+	st.freeLen--
 	e.h.e = e
-	e.key = string(key)
+	if n := len(key); n > 0 && n == len(e.key) {
+		copy(unsafe.Slice(unsafe.StringData(e.key), n), key)
+	} else {
+		e.key = ownedString(key)
+	}
 	return e
+}
+
+// ownedString copies key into a new heap buffer owned by the entry.
+func ownedString(key []byte) string {
+	if len(key) == 0 {
+		return ""
+	}
+	b := make([]byte, len(key))
+	copy(b, key)
+	return unsafe.String(&b[0], len(b))
 }
 
 // deleteLocked removes e (hash h) if it is in the stripe, and recycles it.

@@ -60,6 +60,20 @@ func (t *table) findString(h uint64, key string) *entry {
 	}
 }
 
+// has reports whether e is in the table under hash h.
+func (t *table) has(h uint64, e *entry) bool {
+	if len(t.slots) == 0 {
+		return false
+	}
+	mask := len(t.slots) - 1
+	for i := t.home(h); t.slots[i].e != nil; i = (i + 1) & mask {
+		if t.slots[i].e == e {
+			return true
+		}
+	}
+	return false
+}
+
 // insertAt puts e (hash h) in the empty slot pos returned by find.
 func (t *table) insertAt(pos int, h uint64, e *entry) {
 	if pos < 0 || (t.n+1)*4 > len(t.slots)*3 {
