@@ -84,7 +84,9 @@
 // pointer in the holder's record: about 100–120 bytes per lock with 16-byte
 // keys (BenchmarkMemoryPerLock). Second holders and waiters allocate the
 // entry's extra on demand. Released entries are recycled per stripe (at
-// most 64 kept), so a lock/unlock cycle allocates only the key's copy.
+// most 64 kept) with their key buffers, so in steady state a lock/unlock
+// cycle of a fresh key allocates nothing (see stripe.newEntryLocked for why
+// reusing the buffer is sound).
 //
 // # Transactions
 //
