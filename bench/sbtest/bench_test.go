@@ -55,3 +55,20 @@ func BenchmarkWriteOnly(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkPrepare loads one table of 10000 rows (PK + SK) in memory,
+// flush included. Reported per table.
+func BenchmarkPrepare(b *testing.B) {
+	for range b.N {
+		db, err := Open(Options{TableSize: 10000})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := db.Prepare(bg); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		db.Close()
+		b.StartTimer()
+	}
+}
