@@ -52,6 +52,12 @@ func (w *Waiter) Txn() txnlock.TxnID { return w.txn }
 // and, if it returns true, unlinks the waiter and records it as a holder in
 // the same critical section. False means the waiter already failed: leave
 // it in the queue for its goroutine to remove, and treat it as absent.
+//
+// The waiter's goroutine may return from Wait, and make its next call, as
+// soon as Grant succeeds, before the granter's critical section ends. So
+// bookkeeping that the waiter's next call reads under another lock (a
+// per-transaction record with its own mutex) must be written before Grant,
+// and undone if Grant returns false.
 func (w *Waiter) Grant() bool {
 	if !w.state.CompareAndSwap(stateWaiting, stateGranted) {
 		return false
