@@ -137,7 +137,11 @@ func ParseDelayRule(s string) (DelayRule, error) {
 	if d < 0 {
 		return DelayRule{}, fmt.Errorf("delay rule %q: negative delay", s)
 	}
-	return DelayRule{Digest: strings.TrimSpace(s[:i]), Delay: d}, nil
+	digest := strings.TrimSpace(s[:i])
+	if digest == "" {
+		return DelayRule{}, fmt.Errorf("delay rule %q: empty digest", s)
+	}
+	return DelayRule{Digest: digest, Delay: d}, nil
 }
 
 // delayTable is the delay of every digest, indexed [table][kind]; nil when

@@ -245,8 +245,10 @@ func TestParseDuration(t *testing.T) {
 		require.NoError(t, err, in)
 		assert.Equal(t, want, d, in)
 	}
-	_, err := ParseDuration("ten")
-	assert.Error(t, err)
+	for _, bad := range []string{"ten", "", "1e300", "NaN", "-1e300"} {
+		_, err := ParseDuration(bad)
+		assert.Error(t, err, bad)
+	}
 	ns, err := ParseIntList("1, 2,4")
 	require.NoError(t, err)
 	assert.Equal(t, []int{1, 2, 4}, ns)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -18,7 +19,11 @@ func parseDurationUnit(s string, unit time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("empty duration")
 	}
 	if f, err := strconv.ParseFloat(s, 64); err == nil {
-		return time.Duration(f * float64(unit)), nil
+		ns := f * float64(unit)
+		if math.IsNaN(ns) || math.Abs(ns) >= math.MaxInt64 {
+			return 0, fmt.Errorf("%q is out of range", s)
+		}
+		return time.Duration(ns), nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil {
