@@ -48,6 +48,7 @@ type stripe struct {
 	points   *btree.BTreeG[*pointLock]
 	probe    pointLock    // search key for points
 	free     []*pointLock // recycled pointLocks
+	freeTxns []*txnPoints // recycled txnPoints
 	pointMem int64        // bytes accounted for points
 	// tree holds a copy of every wide lock of the family: the trees of
 	// all stripes have the same content.

@@ -55,8 +55,9 @@ func (f *family) coveredLocked(q *request, mode txnlock.Mode) bool {
 // returns the blockers at the end, for the error report.
 func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([]txnlock.TxnID, error) {
 	m := f.m
+	var sp *stripePoints
 	if q.point() {
-		q.tp = m.txns.pointsOf(q.txn, f, q.stripe)
+		sp = m.txns.pointsOf(q.txn, f, q.stripe)
 	} else {
 		m.txns.noteWide(q.txn, f)
 	}
@@ -68,10 +69,14 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 			return nil, err
 		}
 		if q.point() {
+			s := &f.stripes[q.stripe]
+			if sp.tp == nil {
+				sp.tp = s.newTxnPointsLocked()
+			}
+			q.tp = sp.tp
 			// The common case: a key nobody holds, no wide lock
 			// over it, no wide waiter in the family, no point
 			// waiter in the stripe.
-			s := &f.stripes[q.stripe]
 			if f.wide.Len() == 0 && !s.hasWaitersLocked() &&
 				(s.tree.Len() == 0 || (!s.tree.HasConflict(q.txn, q.r, q.mode) && !s.tree.Covered(q.txn, q.r, q.mode))) &&
 				m.mem.fitsLocked(f, q) && s.insertFreshPointLocked(q.txn, q.tp, q.key, q.mode) {
@@ -182,7 +187,9 @@ func (f *family) enqueueLocked(q *request, blockers []txnlock.TxnID) *waiter {
 		f.wideCounters.BeginWait()
 		held = f.stripes[0].tree.TxnCount(q.txn)
 		for _, sp := range f.m.txns.pointsIn(q.txn, f) {
-			held += len(sp.tp.locks)
+			if sp.tp != nil {
+				held += len(sp.tp.locks)
+			}
 		}
 	}
 	if det := f.m.det; det != nil {

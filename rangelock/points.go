@@ -166,6 +166,27 @@ func (s *stripe) addHoldLocked(pl *pointLock, txn txnlock.TxnID, tp *txnPoints, 
 	s.pointMem += holdBytes
 }
 
+// newTxnPointsLocked returns an empty list for a transaction's point
+// locks in s, from the free list if it can.
+func (s *stripe) newTxnPointsLocked() *txnPoints {
+	if n := len(s.freeTxns); n > 0 {
+		tp := s.freeTxns[n-1]
+		s.freeTxns[n-1] = nil
+		s.freeTxns = s.freeTxns[:n-1]
+		return tp
+	}
+	return &txnPoints{}
+}
+
+// freeTxnPointsLocked keeps tp, now empty, for reuse.
+func (s *stripe) freeTxnPointsLocked(tp *txnPoints) {
+	if len(s.freeTxns) < maxFreePoints && cap(tp.locks) <= 256 {
+		clear(tp.locks[:cap(tp.locks)])
+		tp.locks = tp.locks[:0]
+		s.freeTxns = append(s.freeTxns, tp)
+	}
+}
+
 // newPointLockLocked returns an empty pointLock holding a copy of key,
 // from the free list if it can.
 func (s *stripe) newPointLockLocked(key []byte) *pointLock {
@@ -250,10 +271,17 @@ func (s *stripe) freePointLockLocked(pl *pointLock) {
 	}
 }
 
-// releaseAllPointsLocked releases every point lock of txn in s (tp is
-// its list there). If rel is not nil, it appends the released keys (as
-// [k, k] ranges over copies). It returns how many it released.
-func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, tp *txnPoints, rel *[]txnlock.Range) int {
+// releaseAllPointsLocked releases every point lock of txn in s (sp is its
+// entry for s) and gives its list back to the stripe. If rel is not nil,
+// it appends the released keys (as [k, k] ranges over copies). It returns
+// how many it released.
+func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel *[]txnlock.Range) int {
+	tp := sp.tp
+	if tp == nil {
+		return 0
+	}
+	sp.tp = nil
+	defer s.freeTxnPointsLocked(tp)
 	n := len(tp.locks)
 	for len(tp.locks) > 0 {
 		pl := tp.locks[len(tp.locks)-1]
@@ -268,7 +296,7 @@ func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, tp *txnPoints, rel *[
 // resetPointsLocked forgets every point lock of s (Close).
 func (s *stripe) resetPointsLocked() {
 	s.initPoints()
-	s.free = nil
+	s.free, s.freeTxns = nil, nil
 	s.pointMem = 0
 }
 

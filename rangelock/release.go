@@ -75,6 +75,9 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 	union = append(union, wide...)
 	for _, sp := range f.m.txns.pointsIn(txn, f) {
 		s := &f.stripes[sp.idx]
+		if sp.tp == nil {
+			continue
+		}
 		for _, pl := range sp.tp.locks {
 			if r.Contains(pl.key) {
 				points = append(points, heldPoint{s, pl.key})
@@ -127,7 +130,7 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 		if !s.hasWaitersLocked() && f.wide.Len() == 0 {
 			relp = nil // nobody to wake: no need to know the keys
 		}
-		n := s.releaseAllPointsLocked(txn, sp.tp, relp)
+		n := s.releaseAllPointsLocked(txn, sp, relp)
 		if n == 0 {
 			s.mu.Unlock()
 			continue
@@ -165,7 +168,7 @@ func (f *family) unlockAllWide(txn txnlock.TxnID, t *famTouch) {
 		n := 0
 		for _, sp := range t.points {
 			if sp.idx == i {
-				n = s.releaseAllPointsLocked(txn, sp.tp, &rel)
+				n = s.releaseAllPointsLocked(txn, sp, &rel)
 			}
 		}
 		s.syncMemLocked(&f.m.mem)

@@ -38,14 +38,15 @@ func (rec *txnLocks) touches(fn func(t *famTouch)) {
 type famTouch struct {
 	f    *family
 	wide bool // it requested a wide range (or was escalated)
-	// points lists, per stripe it took point locks in, its txnPoints
-	// there (whose contents the stripe's mutex guards).
-	points []stripePoints
-	// Inline storage for the first stripes.
-	pointsArr [8]stripePoints
-	tps       [8]txnPoints
+	// points has an entry per stripe it took point locks in.
+	points    []*stripePoints
+	pointsArr [8]stripePoints // the first entries, inline
 }
 
+// stripePoints is a transaction's entry for one stripe. idx is
+// immutable; tp, the list of its point locks there, is guarded by that
+// stripe's mutex: set from the stripe's free list on the first lock,
+// handed back by UnlockAll.
 type stripePoints struct {
 	idx int
 	tp  *txnPoints
@@ -65,7 +66,7 @@ func touchLocked(st *txntable.Stripe[txnLocks], txn txnlock.TxnID, f *family) *f
 	}
 	if rec.first.f == nil {
 		rec.first.f = f
-		rec.first.points = rec.first.pointsArr[:0]
+		rec.first.points = nil
 		return &rec.first
 	}
 	for _, x := range rec.more {
@@ -74,7 +75,6 @@ func touchLocked(st *txntable.Stripe[txnLocks], txn txnlock.TxnID, f *family) *f
 		}
 	}
 	t := &famTouch{f: f}
-	t.points = t.pointsArr[:0]
 	rec.more = append(rec.more, t)
 	return t
 }
@@ -106,31 +106,33 @@ func (tt *txnTable) noteWide(txn txnlock.TxnID, f *family) {
 	st.Mu.Unlock()
 }
 
-// pointsOf returns the list of txn's point locks in stripe idx of f,
-// creating it (and txn's record) if needed. A request calls it before it
-// takes the stripe mutex; the list stays until UnlockAll.
-func (tt *txnTable) pointsOf(txn txnlock.TxnID, f *family, idx int) *txnPoints {
+// pointsOf returns txn's entry for stripe idx of f, creating it (and
+// txn's record) if needed. A request calls it before it takes the stripe
+// mutex; the entry stays until UnlockAll.
+func (tt *txnTable) pointsOf(txn txnlock.TxnID, f *family, idx int) *stripePoints {
 	st := tt.t.Stripe(txn)
 	st.Mu.Lock()
 	defer st.Mu.Unlock()
 	t := touchLocked(st, txn, f)
 	for _, sp := range t.points {
 		if sp.idx == idx {
-			return sp.tp
+			return sp
 		}
 	}
-	var tp *txnPoints
-	if n := len(t.points); n < len(t.tps) {
-		tp = &t.tps[n]
+	var sp *stripePoints
+	if n := len(t.points); n < len(t.pointsArr) {
+		sp = &t.pointsArr[n]
 	} else {
-		tp = &txnPoints{}
+		sp = &stripePoints{}
 	}
-	t.points = append(t.points, stripePoints{idx, tp})
-	return tp
+	sp.idx = idx
+	t.points = append(t.points, sp)
+	return sp
 }
 
-// pointsIn returns txn's point lists in f, one per stripe it used.
-func (tt *txnTable) pointsIn(txn txnlock.TxnID, f *family) []stripePoints {
+// pointsIn returns txn's entries in f, one per stripe it used. Their tp
+// fields may be read with the stripes held.
+func (tt *txnTable) pointsIn(txn txnlock.TxnID, f *family) []*stripePoints {
 	st := tt.t.Stripe(txn)
 	st.Mu.Lock()
 	defer st.Mu.Unlock()
