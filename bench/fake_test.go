@@ -15,6 +15,7 @@ import (
 type fakeDB struct {
 	cfg TableConfig
 
+	// mu guards the rows, the id counter and the call counts.
 	mu struct {
 		sync.Mutex
 		rows   []map[int64]int64 // per table: id -> k

@@ -11,15 +11,16 @@ import (
 // Progress draws a one-line progress bar (for a terminal: it rewrites the
 // line with \r) over a plan of runs. It is an Observer.
 type Progress struct {
-	W io.Writer
+	W io.Writer // written only with mu held
 
+	// mu guards the state of the bar: the driver's watcher goroutine
+	// reports progress while the plan's goroutine starts and ends runs.
 	mu struct {
 		sync.Mutex
 		seq, total int
 		lock       LockKind
 		threads    int
 		start      time.Time // of the plan
-		lastDraw   time.Time
 	}
 }
 
@@ -76,5 +77,4 @@ func (p *Progress) drawLocked(frac float64) {
 		eta = " ETA " + (time.Duration(float64(el)/done) - el).Round(time.Second).String()
 	}
 	fmt.Fprintf(p.W, "\r\033[K[%s] %3.0f%% run %d/%d: %s, %d threads%s", bar, 100*done, p.mu.seq, p.mu.total, p.mu.lock, p.mu.threads, eta)
-	p.mu.lastDraw = time.Now()
 }
