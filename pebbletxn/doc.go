@@ -67,7 +67,11 @@
 // column family of the same id in the manager, so it has its own lock map
 // or locktree. DB.ColumnFamily(name) creates one and persists the name → id
 // mapping; reopening finds it again. The default column family (id 0)
-// always exists; a nil *ColumnFamily means it.
+// always exists; a nil *ColumnFamily means it. The manager's column
+// families are shared by every DB that uses it: DBs that share a manager
+// (to share one deadlock detector, say) lock the same ids, so their
+// transactions conflict on equal keys of equal ids. Give each DB its own
+// manager, and share the detector instead.
 //
 // # Errors
 //

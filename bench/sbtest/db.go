@@ -44,7 +44,9 @@ type table struct {
 }
 
 // Open opens (or creates) the tables. On disk, existing rows are kept and
-// the auto-increment counters start after the greatest id.
+// the auto-increment counters start after the greatest id; reopen with the
+// Layout and NoSK the tables were made with (the layout decides which
+// column family, and so which key prefix, a table lives in).
 func Open(opts Options) (*DB, error) {
 	opts.EnsureDefaults()
 	if err := opts.Validate(); err != nil {
