@@ -59,13 +59,26 @@ func TestConcurrentRandom(t *testing.T) {
 	}
 	for _, stripes := range []int{1, 16} {
 		t.Run(fmt.Sprintf("stripes=%d", stripes), func(t *testing.T) {
-			runConcurrent(t, stripes, workers, iters)
+			runConcurrent(t, stripes, workers, iters, nil)
 		})
 	}
+	// With a detector that checks the seam (every Block is Unblocked once,
+	// no resource is dropped with edges, none is left) and fails the
+	// requester of each two-transaction cycle.
+	t.Run("detector", func(t *testing.T) {
+		det := newFakeDetector()
+		runConcurrent(t, 4, workers, iters, det)
+		log := det.takeLog()
+		require.NotContains(t, log, "PROBLEM")
+		require.Contains(t, log, "edges=0 resources=0")
+	})
 }
 
-func runConcurrent(t *testing.T, stripes, workers, iters int) {
+func runConcurrent(t *testing.T, stripes, workers, iters int, det *fakeDetector) {
 	opts := Options{Stripes: stripes}
+	if det != nil {
+		opts.Detector = det
+	}
 	opts.LockTimeout = 2 * time.Millisecond
 	m, err := New(opts)
 	require.NoError(t, err)
