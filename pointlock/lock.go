@@ -21,7 +21,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	st.mu.Lock()
 	if st.dropped || m.closed.Load() {
 		st.mu.Unlock()
-		return m.lateErr(req, st)
+		return m.lateErr(req)
 	}
 	e, pos := st.tab.find(h, key)
 	if e == nil {
@@ -74,7 +74,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 		st.mu.Unlock()
 		return lockErr("lock", req, blockers, txnlock.ErrLockTimeout)
 	}
-	w := m.enqueueLocked(st, e, lm, req, held != nil)
+	w := m.enqueueLocked(st, e, &req, held != nil)
 	st.mu.Unlock()
 
 	err = w.Wait(ctx, timeout, m.clock, m.det)
@@ -149,7 +149,7 @@ func pointKeySlow(r *txnlock.Range) ([]byte, error) {
 
 // lateErr is the error of a request that found its stripe dropped or the
 // manager closed once it held the stripe mutex.
-func (m *Manager) lateErr(req txnlock.Request, st *stripe) error {
+func (m *Manager) lateErr(req txnlock.Request) error {
 	if m.closed.Load() {
 		return lockErr("lock", req, nil, txnlock.ErrClosed)
 	}
@@ -168,7 +168,7 @@ func (m *Manager) reserveKey() bool {
 
 // enqueueLocked queues a waiter for req on e and reports the wait to the
 // detector.
-func (m *Manager) enqueueLocked(st *stripe, e *entry, lm *lockMap, req txnlock.Request, upgrade bool) *lockwait.Waiter {
+func (m *Manager) enqueueLocked(st *stripe, e *entry, req *txnlock.Request, upgrade bool) *lockwait.Waiter {
 	ref := txnlock.LockRef{CF: req.CF, Mode: req.Mode}
 	if m.det != nil {
 		// For the detector's reports; Status takes the key from the entry.
