@@ -78,8 +78,20 @@
 //
 // # Memory
 //
-// An uncontended lock is one 48-byte entry (its layout is drawn at type
-// entry), the key's bytes, one 16-byte table slot (the key's 64-bit hash
+// An entry is 48 bytes on 64-bit platforms, one allocation size class:
+//
+//	entry ┌──────────────┬──────────┬────────────────────────────────────┐
+//	      │ key string   │ x *extra │ h hold: e, rec, slot, mode, cfIdx  │
+//	      │ 16 B         │ 8 B      │ 24 B (the first holder, embedded)  │
+//	      └──────────────┴──────────┴────────────────────────────────────┘
+//	                          │ nil until a second holder or a waiter
+//	                          ▼ needs it
+//	extra ┌──────────────┬──────────────────────────┬──────────────────┐
+//	      │ more []*hold │ q lockwait.Queue (FIFO)  │ res: detector    │
+//	      │ (shared)     │ upgrades at the front    │ resource or 0    │
+//	      └──────────────┴──────────────────────────┴──────────────────┘
+//
+// An uncontended lock is one entry, the key's bytes, one 16-byte table slot (the key's 64-bit hash
 // and the entry pointer, at a load factor between 3/16 and 3/4), and one
 // pointer in the holder's record: about 100–120 bytes per lock with 16-byte
 // keys (BenchmarkMemoryPerLock). Second holders and waiters allocate the

@@ -8,22 +8,11 @@ import (
 )
 
 // entry is one locked (or requested) key of one column family. It lives in
-// its stripe's map from the first request until the last holder and the last
+// its stripe's table from the first request until the last holder and the last
 // waiter are gone. Every field is guarded by the stripe mutex, except the
 // hold fields marked otherwise.
 //
-// Layout (48 bytes, one size class, on 64-bit platforms):
-//
-//	entry ┌──────────────┬──────────┬────────────────────────────────────┐
-//	      │ key string   │ x *extra │ h hold: e, rec, slot, mode, cfIdx  │
-//	      │ 16 B         │ 8 B      │ 24 B                               │
-//	      └──────────────┴──────────┴────────────────────────────────────┘
-//	                          │ nil until a second holder or a waiter
-//	                          ▼ needs it
-//	extra ┌──────────────┬──────────────┬──────────┐
-//	      │ more []*hold │ q lockwait.  │ res      │
-//	      │ (shared)     │ Queue (FIFO) │ detector │
-//	      └──────────────┴──────────────┴──────────┘
+// Its memory layout is drawn in the package doc (Memory).
 //
 // The first holder is embedded (h), so an uncontended lock is one 48-byte
 // object plus its key bytes. Invariant: h.rec == nil iff the key has no
