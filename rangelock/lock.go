@@ -55,10 +55,7 @@ func (f *family) coveredLocked(q *request, mode txnlock.Mode) bool {
 // returns the blockers at the end, for the error report.
 func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([]txnlock.TxnID, error) {
 	m := f.m
-	var sp *stripePoints
-	if q.point() {
-		sp = m.txns.pointsOf(q.txn, f, q.stripe)
-	} else {
+	if !q.point() {
 		m.txns.noteWide(q.txn, f)
 	}
 	for escalated := false; ; escalated = true {
@@ -70,10 +67,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 		}
 		if q.point() {
 			s := &f.stripes[q.stripe]
-			if sp.tp == nil {
-				sp.tp = s.newTxnPointsLocked()
-			}
-			q.tp = sp.tp
+			q.tp = s.txnPointsLocked(q.txn)
 			// The common case: a key nobody holds, no wide lock
 			// over it, no wide waiter in the family, no point
 			// waiter in the stripe.

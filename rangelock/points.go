@@ -166,6 +166,28 @@ func (s *stripe) addHoldLocked(pl *pointLock, txn txnlock.TxnID, tp *txnPoints, 
 	s.pointMem += holdBytes
 }
 
+// txnPointsLocked returns txn's list of point locks in s, registering it
+// in the transaction table on first use (the lock order allows the table
+// under a stripe).
+func (s *stripe) txnPointsLocked(txn txnlock.TxnID) *txnPoints {
+	sp := s.lastSP
+	if s.lastTxn != txn || sp == nil {
+		sp = s.f.m.txns.pointsOf(txn, s.f, s.idx)
+		s.lastTxn, s.lastSP = txn, sp
+	}
+	if sp.tp == nil {
+		sp.tp = s.newTxnPointsLocked()
+	}
+	return sp.tp
+}
+
+// forgetTxnLocked clears the cache of txnPointsLocked for txn (UnlockAll).
+func (s *stripe) forgetTxnLocked(txn txnlock.TxnID) {
+	if s.lastTxn == txn {
+		s.lastTxn, s.lastSP = 0, nil
+	}
+}
+
 // newTxnPointsLocked returns an empty list for a transaction's point
 // locks in s, from the free list if it can.
 func (s *stripe) newTxnPointsLocked() *txnPoints {
@@ -276,6 +298,7 @@ func (s *stripe) freePointLockLocked(pl *pointLock) {
 // it appends the released keys (as [k, k] ranges over copies). It returns
 // how many it released.
 func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel *[]txnlock.Range) int {
+	s.forgetTxnLocked(txn)
 	tp := sp.tp
 	if tp == nil {
 		return 0
@@ -297,6 +320,7 @@ func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel
 func (s *stripe) resetPointsLocked() {
 	s.initPoints()
 	s.free, s.freeTxns = nil, nil
+	s.lastTxn, s.lastSP = 0, nil
 	s.pointMem = 0
 }
 

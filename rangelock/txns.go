@@ -107,8 +107,8 @@ func (tt *txnTable) noteWide(txn txnlock.TxnID, f *family) {
 }
 
 // pointsOf returns txn's entry for stripe idx of f, creating it (and
-// txn's record) if needed. A request calls it before it takes the stripe
-// mutex; the entry stays until UnlockAll.
+// txn's record) if needed. The stripe is held; the entry stays until
+// UnlockAll.
 func (tt *txnTable) pointsOf(txn txnlock.TxnID, f *family, idx int) *stripePoints {
 	st := tt.t.Stripe(txn)
 	st.Mu.Lock()
