@@ -40,6 +40,15 @@ type core struct {
 	stack   []frame // reused by every search
 	rootBuf [1]*edge
 
+	// suspects are waiting transactions that SetBlockers made blockers of
+	// a resource with waiters: a cycle through them may have formed
+	// without a new wait, so no Check will look. The background goroutine
+	// searches from each (checkSuspects).
+	suspects []txnlock.TxnID
+	// passWanted asks the background goroutine for a full pass (a search
+	// was deferred, or a wait began in Background mode).
+	passWanted bool
+
 	// testingOnBreak, if set, sees every cycle the moment it is broken,
 	// with the graph still as it was found (tests only).
 	testingOnBreak func(*txnlock.DeadlockError)
@@ -99,6 +108,7 @@ func (c *core) check(w txnlock.Waiter) decision {
 		c.stats.Trips++
 		if c.opts.Breaker == Defer {
 			c.stats.Deferred++
+			c.passWanted = true
 			d.deferred = true
 			return d
 		}
@@ -116,6 +126,67 @@ func (c *core) check(w txnlock.Waiter) decision {
 		d.reports = append(d.reports, err)
 		return d
 	}
+}
+
+// setBlockers installs r's blockers and reports whether it made a waiting
+// transaction a new blocker of a resource that has waiters (a suspect).
+//
+// That is how a cycle forms without a new wait. A manager grants a lock,
+// Unblocks the grantee's wait, and sets the lock's blockers to include the
+// grantee, in one critical section of its own; but the grantee's goroutine
+// may meanwhile have asked for another lock elsewhere, blocked and been
+// checked while the old blockers were still recorded. Its check saw no
+// cycle; the SetBlockers that follows closes one.
+func (c *core) setBlockers(id txnlock.ResourceID, blockers []txnlock.TxnID) bool {
+	r := c.g.resource(id)
+	old := r.blockers
+	c.g.setBlockers(id, blockers)
+	if r.waits == 0 || len(c.g.txns) == 0 {
+		return false
+	}
+	found := false
+	for _, b := range r.blockers {
+		if _, had := slices.BinarySearch(old, b); !had && c.g.txns[b] != nil {
+			c.suspects = append(c.suspects, b)
+			found = true
+		}
+	}
+	return found
+}
+
+// checkSuspects searches from every suspect, on the live graph and within
+// the limits, for a cycle back to it, and breaks each one found (the
+// victim policy sees no requester). A search that trips asks for a full
+// pass, whatever the breaker: a suspect is not a requester that could be
+// assumed deadlocked.
+func (c *core) checkSuspects() decision {
+	var d decision
+	suspects := c.suspects
+	c.suspects = nil
+	for _, t := range suspects {
+		for {
+			n := c.g.txns[t]
+			if n == nil {
+				break
+			}
+			c.stats.Searches++
+			res := c.g.walk(&c.stack, n, n.waits, t, c.limits(), true)
+			c.stats.Steps += uint64(res.steps)
+			if res.trip != "" {
+				c.stats.Trips++
+				c.stats.Deferred++
+				c.passWanted = true
+				break
+			}
+			if res.cycle == nil {
+				break
+			}
+			b, _ := c.breakCycle(res.cycle, nil)
+			d.victims = append(d.victims, b.victims...)
+			d.reports = append(d.reports, b.reports...)
+		}
+	}
+	return d
 }
 
 // breakCycle chooses a victim among the waits of cycle, removes its wait

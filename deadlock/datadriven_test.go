@@ -26,7 +26,7 @@ import (
 //	block txn=T res=R [key=K] [mode=S|X] [cf=N] [locks=N] [w=NAME]
 //	blockers res=R txns=(T,..) | from=T to=T
 //	unblock txn=T [w=NAME]       drop res=R
-//	check txn=T [w=NAME]         background [unblock=(NAME,..)]
+//	check txn=T [w=NAME]         background [unblock=(NAME,..)]  suspects
 //	timeout txn=T [w=NAME]
 //	chain from=T n=N [cycle]     queue res=R from=T n=N
 //	advance D    history [report]    report    stats    graph
@@ -219,8 +219,16 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 				s.d.Unblock(s.waiters[name])
 			}
 		}
+		if !d.HasArg("no-suspects") {
+			s.d.checkSuspects()
+		}
 		s.d.backgroundPass()
 		s.d.testingAfterSnapshot = nil
+		s.printChange(&out, before)
+	case "suspects":
+		// What the background goroutine does first when woken.
+		before := s.d.Stats()
+		s.d.checkSuspects()
 		s.printChange(&out, before)
 	case "chain":
 		s.cmdChain(t, d)
@@ -371,10 +379,8 @@ func (s *scenario) cmdChain(t *testing.T, d *datadriven.TestData) {
 	var from, n int
 	d.ScanArgs(t, "from", &from)
 	d.ScanArgs(t, "n", &n)
+	// Blockers first, as a manager sets them before the first wait.
 	for i := range n {
-		txn := txnlock.TxnID(from + i)
-		res := fmt.Sprintf("c%d", from+i)
-		s.block(fmt.Sprintf("t%d", from+i), txn, res, res, "X", 0, 1)
 		next := txnlock.TxnID(from + i + 1)
 		if i == n-1 {
 			if !d.HasArg("cycle") {
@@ -382,7 +388,11 @@ func (s *scenario) cmdChain(t *testing.T, d *datadriven.TestData) {
 			}
 			next = txnlock.TxnID(from)
 		}
-		s.d.SetBlockers(s.resource(res), []txnlock.TxnID{next})
+		s.d.SetBlockers(s.resource(fmt.Sprintf("c%d", from+i)), []txnlock.TxnID{next})
+	}
+	for i := range n {
+		res := fmt.Sprintf("c%d", from+i)
+		s.block(fmt.Sprintf("t%d", from+i), txnlock.TxnID(from+i), res, res, "X", 0, 1)
 	}
 }
 

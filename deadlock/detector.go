@@ -112,8 +112,11 @@ func (d *Detector) SetBlockers(r txnlock.ResourceID, blockers []txnlock.TxnID) {
 		return
 	}
 	d.mu.Lock()
-	d.mu.c.g.setBlockers(r, blockers)
+	suspect := d.mu.c.setBlockers(r, blockers)
 	d.mu.Unlock()
+	if suspect {
+		d.wake()
+	}
 }
 
 // DropResource forgets r (txnlock.Detector).
@@ -143,6 +146,9 @@ func (d *Detector) Check(w txnlock.Waiter) error {
 	case Off:
 		return nil
 	case Background:
+		d.mu.Lock()
+		d.mu.c.passWanted = true
+		d.mu.Unlock()
 		d.wake()
 		return nil
 	}
@@ -185,7 +191,9 @@ func (d *Detector) Stats() Stats {
 }
 
 // History returns copies of the most recent deadlocks (Options.HistorySize
-// of them), oldest first.
+// of them), oldest first, newest last. A deadlock is recorded when it is
+// decided; a victim whose wait ended just before (granted, timed out) does
+// not see the error, but the cycle was there when it was decided.
 func (d *Detector) History() []*txnlock.DeadlockError {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -201,12 +209,15 @@ func (d *Detector) Close() error {
 	return nil
 }
 
-// run is the background goroutine: a pass when kicked (a deferred search,
-// or a new wait in Background mode) and every BackgroundInterval. After a
-// pass it rests passRestFactor times as long as the pass took (at most
+// run is the background goroutine. When woken it first searches from the
+// suspects (checkSuspects), then runs a full pass if one is wanted (a
+// deferred search, or a new wait in Background mode); every
+// BackgroundInterval it runs a full pass anyway. After a full pass it
+// rests passRestFactor times as long as the pass took (at most
 // BackgroundInterval) before the next, so that a busy graph, where every
-// wait kicks, costs passes at most about a tenth of one processor and a
-// tenth of the mutex's time; the kicks that arrive meanwhile coalesce.
+// wait wakes it, costs passes at most about a tenth of one processor and
+// a tenth of the mutex's time; the wake-ups that arrive meanwhile
+// coalesce.
 func (d *Detector) run() {
 	defer close(d.done)
 	var rest time.Duration
@@ -219,8 +230,10 @@ func (d *Detector) run() {
 				return
 			case <-t.C():
 			}
+			rest = 0
 		}
 		t := d.opts.Clock.NewTimer(d.opts.BackgroundInterval)
+		periodic := false
 		select {
 		case <-d.stop:
 			t.Stop()
@@ -228,11 +241,30 @@ func (d *Detector) run() {
 		case <-d.kick:
 			t.Stop()
 		case <-t.C():
+			periodic = true
+		}
+		if !d.checkSuspects() && !periodic {
+			continue
 		}
 		start := d.opts.Clock.Now()
 		d.backgroundPass()
 		rest = min(passRestFactor*d.opts.Clock.Now().Sub(start), d.opts.BackgroundInterval)
 	}
+}
+
+// checkSuspects runs the suspects' searches and reports whether a full
+// pass is wanted (and clears the wish: the pass is about to run).
+func (d *Detector) checkSuspects() (passWanted bool) {
+	d.mu.Lock()
+	var dec decision
+	if len(d.mu.c.suspects) > 0 {
+		dec = d.mu.c.checkSuspects()
+	}
+	passWanted = d.mu.c.passWanted
+	d.mu.c.passWanted = false
+	d.mu.Unlock()
+	d.apply(dec)
+	return passWanted
 }
 
 // backgroundPass takes a snapshot of the graph under mu, searches it with

@@ -220,12 +220,14 @@ func runRandomized(t *testing.T, opts Options, seed uint64) {
 	}
 	det, err := New(opts)
 	require.NoError(t, err)
-	var bad []error
+	var bad []error // guarded by det.mu
+	det.mu.Lock()
 	det.mu.c.testingOnBreak = func(de *txnlock.DeadlockError) {
 		if err := ref.validate(de); err != nil {
 			bad = append(bad, fmt.Errorf("%w\n%s", err, de.Report()))
 		}
 	}
+	det.mu.Unlock()
 	m, err := pointlock.New(pointlock.Options{WaitOptions: txnlock.WaitOptions{Detector: det, LockTimeout: txnlock.WaitForever}})
 	require.NoError(t, err)
 	require.NoError(t, m.AddColumnFamily(1))
@@ -307,6 +309,9 @@ func runRandomized(t *testing.T, opts Options, seed uint64) {
 	require.Empty(t, bad, "seed %d: reported deadlocks that were not real cycles", seed)
 	st := det.Stats()
 	require.Zero(t, st.Waits)
-	require.Equal(t, st.Deadlocks+st.Assumed, uint64(nDeadlocks), "seed %d: every deadlock decided reached its victim", seed)
+	// A deadlock decided may fail to reach its victim: two overlapping
+	// cycles broken at once by two searches, the second victim granted by
+	// the first victim's rollback before its own Fail. Never the reverse.
+	require.LessOrEqual(t, uint64(nDeadlocks), st.Deadlocks+st.Assumed, "seed %d: every deadlock error was decided", seed)
 	t.Logf("seed %d: committed=%d deadlocks=%d %v", seed, nOK, nDeadlocks, st)
 }
