@@ -94,7 +94,7 @@ func (m *Manager) stripeOf(k []byte) int {
 // txnlock.Manager). A point range [k, k] takes one stripe mutex; any other
 // range takes every stripe mutex of the family.
 func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
-	f, timeout, err := m.checkLock(ctx, req)
+	f, timeout, err := m.checkLock(ctx, &req)
 	if err != nil {
 		return lockErr("lock", req, nil, err)
 	}
@@ -114,7 +114,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 
 // checkLock validates a Lock call and returns its family and resolved
 // timeout.
-func (m *Manager) checkLock(ctx context.Context, req txnlock.Request) (*family, time.Duration, error) {
+func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request) (*family, time.Duration, error) {
 	switch {
 	case ctx == nil:
 		return nil, 0, txnlock.ErrNilContext
