@@ -90,9 +90,17 @@
 // builds its graph from them outside. After a pass the goroutine rests ten
 // times as long as the pass took, so a busy graph where every wait wakes
 // it spends at most about a tenth of a processor on passes.
-// The periodic pass also catches the one kind of cycle no Check sees: one
-// formed without a new wait, when a transaction that waits in two places
-// at once becomes the holder of a lock others wait for.
+// # Cycles that no Check sees
+//
+// A cycle can form without a new wait: SetBlockers makes a transaction
+// that is itself waiting a blocker of a lock that others wait for. It
+// happens when a manager grants a lock and sets the lock's new blockers a
+// moment after the grantee's goroutine has already blocked elsewhere and
+// been checked against the old ones, or when a transaction that waits in
+// two places at once is granted one of them. SetBlockers notes such a
+// transaction as a suspect and wakes the background goroutine, which
+// first searches from each suspect (on the live graph, within the limits),
+// before any full pass. The periodic full pass is the last safety net.
 //
 // # Structure
 //

@@ -3,6 +3,7 @@ package deadlock
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -17,6 +18,8 @@ import (
 )
 
 // These tests run the detector under the real point manager.
+
+var long = flag.Bool("long", false, "run the randomized tests with many more seeds")
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -198,7 +201,11 @@ func TestPointRandomized(t *testing.T) {
 		{"delay", Options{DetectDelay: 50 * time.Microsecond}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			for seed := range uint64(3) {
+			seeds := uint64(3)
+			if *long {
+				seeds = 100
+			}
+			for seed := range seeds {
 				runRandomized(t, tc.opts, seed)
 			}
 		})
