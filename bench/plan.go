@@ -119,6 +119,8 @@ type Cell struct {
 	QPS       float64 `json:"qps"`
 	TPSMin    float64 `json:"tps_min"`
 	TPSMax    float64 `json:"tps_max"`
+	QPSMin    float64 `json:"qps_min"`
+	QPSMax    float64 `json:"qps_max"`
 	SpreadPct float64 `json:"spread_pct"` // (max-min)/mean of tps over the runs, in %
 
 	LatAvg time.Duration `json:"lat_avg_ns"` // mean of the runs' averages
@@ -143,15 +145,19 @@ func Summarize(runs []*RunResult, locks []LockKind, threads []int) []Cell {
 				if r.Lock != l || r.Threads != t {
 					continue
 				}
-				tps := r.TPS()
+				tps, qps := r.TPS(), r.QPS()
 				if c.Runs == 0 || tps < c.TPSMin {
 					c.TPSMin = tps
 				}
+				if c.Runs == 0 || qps < c.QPSMin {
+					c.QPSMin = qps
+				}
 				c.TPSMax = max(c.TPSMax, tps)
+				c.QPSMax = max(c.QPSMax, qps)
 				c.Workload = r.Workload
 				c.Runs++
 				c.TPS += tps
-				c.QPS += r.QPS()
+				c.QPS += qps
 				lat += r.LatAvg
 				p95 += r.LatP95
 				c.LatMax = max(c.LatMax, r.LatMax)

@@ -20,7 +20,7 @@ func WritePlot(file string, res *Result) error {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s, layout %s, storage %s, %d x %d rows%s", o.Workload, o.Layout, o.Storage, o.Tables, o.TableSize, noSK(o.NoSK))
 	p.X.Label.Text = "threads"
-	p.Y.Label.Text = fmt.Sprintf("QPS (mean of %d runs)", 2*o.Pairs)
+	p.Y.Label.Text = fmt.Sprintf("QPS (mean of %d runs; bars: min to max)", 2*o.Pairs)
 	p.Y.Min = 0
 	var ticks plot.ConstantTicks
 	for _, t := range o.Threads {
@@ -40,7 +40,7 @@ func WritePlot(file string, res *Result) error {
 		for _, t := range o.Threads {
 			if c, ok := cell(res.Cells, l, t); ok {
 				pts = append(pts, plotter.XY{X: float64(t), Y: c.QPS})
-				maxY = max(maxY, c.QPS)
+				maxY = max(maxY, c.QPSMax)
 			}
 		}
 		if len(pts) == 0 {
@@ -49,6 +49,11 @@ func WritePlot(file string, res *Result) error {
 		line, points, err := plotter.NewLinePoints(pts)
 		if err != nil {
 			return err
+		}
+		if bars, err := plotter.NewYErrorBars(newSpreadBars(res.Cells, l, o.Threads)); err == nil {
+			bars.Color = plotutil.Color(i)
+			bars.Width = vg.Points(1)
+			p.Add(bars)
 		}
 		line.Color = plotutil.Color(i)
 		line.Width = vg.Points(2)
@@ -81,16 +86,42 @@ func logX(threads []int) bool {
 	return lo > 0 && hi >= 10*lo
 }
 
+// spreadBars are the min-to-max bars of lock kind l's cells.
+type spreadBars struct{ pts, lo, hi []float64 }
+
+func newSpreadBars(cells []Cell, l LockKind, threads []int) spreadBars {
+	var b spreadBars
+	for _, t := range threads {
+		if c, ok := cell(cells, l, t); ok {
+			b.pts = append(b.pts, float64(t), c.QPS)
+			b.lo = append(b.lo, c.QPS-c.QPSMin)
+			b.hi = append(b.hi, c.QPSMax-c.QPS)
+		}
+	}
+	return b
+}
+
+func (b spreadBars) Len() int                        { return len(b.lo) }
+func (b spreadBars) XY(i int) (float64, float64)     { return b.pts[2*i], b.pts[2*i+1] }
+func (b spreadBars) YError(i int) (float64, float64) { return b.lo[i], b.hi[i] }
+
 // thousandsTicks labels the QPS axis 0, 50k, 100k, ...
 type thousandsTicks struct{}
 
 func (thousandsTicks) Ticks(lo, hi float64) []plot.Tick {
 	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	labeled := 0
+	for _, t := range ts {
+		if t.Label != "" {
+			labeled++
+		}
+	}
 	for i := range ts {
-		if ts[i].Label == "" {
-			continue
+		if ts[i].Label == "" && labeled >= 4 {
+			continue // enough major ticks: leave the minor ones bare
 		}
 		v := ts[i].Value
+		ts[i].Label = strconv.FormatFloat(v, 'f', -1, 64)
 		switch {
 		case v >= 1e6:
 			ts[i].Label = trimZeros(strconv.FormatFloat(v/1e6, 'f', 2, 64)) + "M"
