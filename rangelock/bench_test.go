@@ -181,4 +181,3 @@ func BenchmarkMemoryPerRange(b *testing.B) {
 		rm.Close()
 	}
 }
-

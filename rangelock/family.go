@@ -52,9 +52,9 @@ type stripe struct {
 	// lastTxn's entry for this stripe is lastSP: a transaction that
 	// locks here again skips the transaction table. UnlockAll of
 	// lastTxn clears it.
-	lastTxn txnlock.TxnID
-	lastSP  *stripePoints
-	pointMem int64        // bytes accounted for points
+	lastTxn  txnlock.TxnID
+	lastSP   *stripePoints
+	pointMem int64 // bytes accounted for points
 	// tree holds a copy of every wide lock of the family: the trees of
 	// all stripes have the same content.
 	tree *locktree.Tree
