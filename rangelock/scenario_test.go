@@ -198,17 +198,32 @@ func (h *harness) waitStarted(p *pending, req txnlock.Request) (error, bool) {
 // collect marks the pending requests that no longer wait; they have
 // returned or are about to.
 func (h *harness) collect() {
+	// A waiter that nothing blocks is being granted right now (a
+	// release or a leaving waiter re-checks wide waiters after dropping
+	// its stripe): let that finish first.
+	deadline := time.Now().Add(30 * time.Second)
+	for h.m != nil && h.anyUnblocked() && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Microsecond)
+	}
 	for _, p := range h.pending {
 		if !p.settled && !h.isWaiting(p.txn) {
 			p.settled = true
 		}
 	}
 	// Wait for the timers of the settled ones to be stopped.
-	deadline := time.Now().Add(30 * time.Second)
 	for h.clock != nil && h.clock.Pending() > h.timers() && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Microsecond)
 	}
-	_ = deadline
+}
+
+// anyUnblocked reports whether some waiter has no blockers.
+func (h *harness) anyUnblocked() bool {
+	for _, w := range h.m.Status().Waits {
+		if len(w.Blockers) == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // timers is the number of unsettled pending requests with a timer.
