@@ -66,7 +66,7 @@ func Open(opts Options) (*DB, error) {
 	db.mgr = mgr
 	db.closer = append(db.closer, closers...)
 
-	po := &pebble.Options{}
+	po := &pebble.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize}
 	if opts.Dir == "" {
 		po.FS = vfs.NewMem()
 	}
