@@ -64,8 +64,12 @@ func lockEstimate(size int) int64 { return 128 + 2*int64(size) }
 func (b *memBudget) fitsLocked(f *family, q *request) bool {
 	est := lockEstimate(q.r.Size())
 	if q.point() {
+		total := b.total.Load()
+		if total+b.slack+est <= b.max {
+			return true // a stripe's unreported change is at most slack
+		}
 		s := &f.stripes[q.stripe]
-		return b.total.Load()+s.lockMemory()-s.memReported+est <= b.max
+		return total+s.lockMemory()-s.memReported+est <= b.max
 	}
 	n := b.total.Load()
 	for i := range f.stripes {

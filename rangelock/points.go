@@ -304,7 +304,6 @@ func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel
 		return 0
 	}
 	sp.tp = nil
-	defer s.freeTxnPointsLocked(tp)
 	n := len(tp.locks)
 	for len(tp.locks) > 0 {
 		pl := tp.locks[len(tp.locks)-1]
@@ -313,6 +312,7 @@ func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel
 		}
 		s.dropHoldLocked(pl, pl.holderIndex(txn))
 	}
+	s.freeTxnPointsLocked(tp)
 	return n
 }
 

@@ -112,10 +112,10 @@ func (tt *txnTable) noteWide(txn txnlock.TxnID, f *family) {
 func (tt *txnTable) pointsOf(txn txnlock.TxnID, f *family, idx int) *stripePoints {
 	st := tt.t.Stripe(txn)
 	st.Mu.Lock()
-	defer st.Mu.Unlock()
 	t := touchLocked(st, txn, f)
 	for _, sp := range t.points {
 		if sp.idx == idx {
+			st.Mu.Unlock()
 			return sp
 		}
 	}
@@ -127,6 +127,7 @@ func (tt *txnTable) pointsOf(txn txnlock.TxnID, f *family, idx int) *stripePoint
 	}
 	sp.idx = idx
 	t.points = append(t.points, sp)
+	st.Mu.Unlock()
 	return sp
 }
 
