@@ -1,6 +1,7 @@
 package pebbletxn
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -289,4 +290,54 @@ func TestClosedDB(t *testing.T) {
 	// Nothing was applied.
 	_, _, err = e.pdb.Get(append(cfPrefix(0), 'k'))
 	require.True(t, errors.Is(err, errNotFound()), fmt.Sprint(err))
+}
+
+// A wait ended by its context returns the context's error and leaves the
+// transaction holding only what it held before.
+func TestLockWaitCanceled(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			e := openMem(t, kind)
+			t1, t2 := begin(t, e.db), begin(t, e.db)
+			require.NoError(t, t1.Put(bg, nil, []byte("k"), []byte("1")))
+			require.NoError(t, t2.Put(bg, nil, []byte("j"), []byte("2")))
+			ctx, cancel := context.WithCancel(bg)
+			done := make(chan error, 1)
+			go func() { done <- t2.Put(ctx, nil, []byte("k"), []byte("2")) }()
+			waitForWaiter(t, e.mgr, t2.ID())
+			cancel()
+			require.ErrorIs(t, <-done, context.Canceled)
+			held := map[string]txnlock.TxnID{}
+			for _, l := range e.mgr.Status().Locks {
+				k, _ := l.Range.PointKey()
+				held[string(k)] = l.Holders[0]
+			}
+			require.Equal(t, map[string]txnlock.TxnID{"k": t1.ID(), "j": t2.ID()}, held)
+			require.NoError(t, t2.Commit(), "the transaction is still usable")
+			require.Equal(t, "2", get(t, t1, "j"), "t2's committed write")
+			require.Equal(t, "1", get(t, t1, "k"), "t1's own write, not t2's canceled one")
+			require.NoError(t, t1.Commit())
+		})
+	}
+}
+
+// Close while a transaction waits: Close releases the holder's locks, the
+// waiter is granted, sees the DB closed, releases what it holds and
+// returns ErrClosed. The manager ends with no locks.
+func TestCloseWhileWaiting(t *testing.T) {
+	for _, kind := range kinds {
+		t.Run(string(kind), func(t *testing.T) {
+			e := openMem(t, kind)
+			t1, t2 := begin(t, e.db), begin(t, e.db)
+			require.NoError(t, t1.Put(bg, nil, []byte("k"), []byte("1")))
+			require.NoError(t, t2.Put(bg, nil, []byte("j"), []byte("2")))
+			done := make(chan error, 1)
+			go func() { done <- t2.Put(bg, nil, []byte("k"), []byte("2")) }()
+			waitForWaiter(t, e.mgr, t2.ID())
+			require.NoError(t, e.db.Close())
+			require.ErrorIs(t, <-done, ErrClosed)
+			require.Empty(t, e.mgr.Status().Locks)
+			require.Empty(t, e.mgr.Status().Waits)
+		})
+	}
 }
