@@ -170,13 +170,20 @@ func (tx *Tx) lockForWrite(ctx context.Context, table int, id int64) (*table, []
 // UpdateIndex is UPDATE ... SET k=k+1 WHERE id=?: it moves the SK entry
 // from (k, id) to (k+1, id). It returns the rows affected (0 or 1).
 func (tx *Tx) UpdateIndex(ctx context.Context, table int, id int64) (int, error) {
+	return tx.UpdateIndexBy(ctx, table, id, 1)
+}
+
+// UpdateIndexBy is UPDATE ... SET k=k+delta WHERE id=?, locked as
+// UpdateIndex (with a delta of 0 the old and new SK entries are one, locked
+// once and left in place). It returns the rows affected.
+func (tx *Tx) UpdateIndexBy(ctx context.Context, table int, id, delta int64) (int, error) {
 	t, pk, r, found, err := tx.lockForWrite(ctx, table, id)
 	if err != nil || !found {
 		return 0, err
 	}
 	var oldSK, newSK []byte
 	if t.sk != nil {
-		oldSK, newSK = skKey(t.skPrefix, r.K, id), skKey(t.skPrefix, r.K+1, id)
+		oldSK, newSK = skKey(t.skPrefix, r.K, id), skKey(t.skPrefix, r.K+delta, id)
 		if err := tx.lockSK(ctx, t, oldSK); err != nil {
 			return 0, err
 		}
@@ -184,11 +191,11 @@ func (tx *Tx) UpdateIndex(ctx context.Context, table int, id int64) (int, error)
 			return 0, err
 		}
 	}
-	r.K++
+	r.K += delta
 	if err := tx.txn.PutUntracked(t.pk, pk, encodeRow(r)); err != nil {
 		return 0, err
 	}
-	if t.sk != nil {
+	if t.sk != nil && delta != 0 {
 		if err := tx.txn.DeleteUntracked(t.sk, oldSK); err != nil {
 			return 0, err
 		}
