@@ -101,8 +101,10 @@
 //
 // # Deviations from the driver contract (sbtest_api.md)
 //
-// Options has Manager (use a caller's manager; it is not closed). DB adds
-// Options, Manager and TxnDB; Tx adds ID. VerifyReport counts Rows,
+// Options has Manager (use a caller's manager; it is not closed), and
+// CacheSize and MemTableSize (Pebble sizes; RocksDB's defaults). DB adds
+// Options, Manager and TxnDB; Tx adds ID and UpdateIndexBy (k=k+delta,
+// locked as UpdateIndex; the bank-transfer test uses it). VerifyReport counts Rows,
 // SKEntries, Missing and Extra; duplicate ids cannot exist because ids are
 // keys. Errors add ErrNotEmpty (Prepare over rows) and ErrInconsistent
 // (Verify).
