@@ -19,8 +19,6 @@ type managerKind string
 const (
 	kindPoint managerKind = "point"
 	kindRange managerKind = "range"
-	// kindSimple is the test-only reference manager (testmgr_test.go).
-	kindSimple managerKind = "simple"
 )
 
 var kinds = []managerKind{kindPoint, kindRange}
@@ -37,8 +35,6 @@ func newManager(t testing.TB, kind managerKind, lt time.Duration, det txnlock.De
 		m, err = pointlock.New(pointlock.Options{WaitOptions: wo})
 	case kindRange:
 		m, err = rangelock.New(rangelock.Options{WaitOptions: wo})
-	case kindSimple:
-		m = newSimpleManager(true)
 	}
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
