@@ -94,12 +94,13 @@ func (m *Manager) stripeOf(k []byte) int {
 // txnlock.Manager). A point range [k, k] takes one stripe mutex; any other
 // range takes every stripe mutex of the family.
 func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
-	f, timeout, err := m.checkLock(ctx, &req)
+	k, point := req.Range.PointKey()
+	f, timeout, err := m.checkLock(ctx, &req, point)
 	if err != nil {
 		return lockErr("lock", req, nil, err)
 	}
 	q := request{txn: req.Txn, r: req.Range, mode: req.Mode, stripe: wideStripe}
-	if k, ok := req.Range.PointKey(); ok {
+	if point {
 		q.key, q.stripe = k, m.stripeOf(k)
 	}
 	blockers, err := f.lock(ctx, &q, timeout)
@@ -113,8 +114,8 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 }
 
 // checkLock validates a Lock call and returns its family and resolved
-// timeout.
-func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request) (*family, time.Duration, error) {
+// timeout. point says req.Range is [k, k] (so it is valid).
+func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request, point bool) (*family, time.Duration, error) {
 	switch {
 	case ctx == nil:
 		return nil, 0, txnlock.ErrNilContext
@@ -124,7 +125,7 @@ func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request) (*family,
 		return nil, 0, txnlock.ErrInvalidTxn
 	case !req.Mode.Valid():
 		return nil, 0, txnlock.ErrInvalidMode
-	case !req.Range.Valid():
+	case !point && !req.Range.Valid():
 		return nil, 0, txnlock.ErrInvalidRange
 	}
 	timeout, err := txnlock.ResolveTimeout(req.Timeout, m.opts.LockTimeout)
@@ -141,6 +142,10 @@ func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request) (*family,
 	return f, timeout, nil
 }
 
+func unlockErr(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Range, err error) error {
+	return lockErr("unlock", txnlock.Request{Txn: txn, CF: cf, Range: r}, nil, err)
+}
+
 // lockErr wraps err for the request.
 func lockErr(op string, req txnlock.Request, blockers []txnlock.TxnID, err error) error {
 	return &txnlock.LockError{Op: op, Txn: req.Txn, CF: req.CF, Range: req.Range, Mode: req.Mode, Blockers: blockers, Err: err}
@@ -150,21 +155,21 @@ func lockErr(op string, req txnlock.Request, blockers []txnlock.TxnID, err error
 // held (in any mode), else ErrNotHeld and nothing changes. Unlocking part
 // of a held range keeps the rest of it.
 func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Range) error {
-	req := txnlock.Request{Txn: txn, CF: cf, Range: r}
+	k, point := r.PointKey()
 	switch {
 	case m.closed.Load():
-		return lockErr("unlock", req, nil, txnlock.ErrClosed)
+		return unlockErr(txn, cf, r, txnlock.ErrClosed)
 	case !txn.Valid():
-		return lockErr("unlock", req, nil, txnlock.ErrInvalidTxn)
-	case !r.Valid():
-		return lockErr("unlock", req, nil, txnlock.ErrInvalidRange)
+		return unlockErr(txn, cf, r, txnlock.ErrInvalidTxn)
+	case !point && !r.Valid():
+		return unlockErr(txn, cf, r, txnlock.ErrInvalidRange)
 	}
 	f, err := m.family(cf)
 	if err != nil {
-		return lockErr("unlock", req, nil, err)
+		return unlockErr(txn, cf, r, err)
 	}
-	if err := f.unlock(txn, r); err != nil {
-		return lockErr("unlock", req, nil, err)
+	if err := f.unlock(txn, r, k, point); err != nil {
+		return unlockErr(txn, cf, r, err)
 	}
 	return nil
 }

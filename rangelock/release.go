@@ -6,9 +6,9 @@ import (
 	"github.com/txnlock/txnlock"
 )
 
-// unlock releases r of txn (Manager.Unlock).
-func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range) error {
-	if k, ok := r.PointKey(); ok {
+// unlock releases r of txn (Manager.Unlock); r is [k, k] if point.
+func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool) error {
+	if point {
 		s := &f.stripes[f.m.stripeOf(k)]
 		s.mu.Lock()
 		if f.dead != nil {
