@@ -2,8 +2,9 @@ package rangelock
 
 import (
 	"context"
-	"hash/maphash"
+	"encoding/binary"
 	"maps"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,9 +18,8 @@ type Manager struct {
 	opts  Options
 	det   txnlock.Detector // nil: no deadlock detection
 	clock txnlock.Clock
-	seed  maphash.Seed // hashes point keys to stripes
-	mask  uint64       // Stripes - 1
-	fixed bool         // Options.fixedHash
+	seed  uint64 // hashes point keys to stripes (see stripeOf)
+	mask  uint64 // Stripes - 1
 
 	closed atomic.Bool
 	// fams is the column family registry, copied on write so that the hot
@@ -48,9 +48,11 @@ func New(opts Options) (*Manager, error) {
 		opts:  opts,
 		det:   opts.Detector,
 		clock: opts.Clock,
-		seed:  maphash.MakeSeed(),
-		fixed: opts.fixedHash,
+		seed:  rand.Uint64(),
 		mask:  uint64(opts.Stripes - 1),
+	}
+	if opts.fixedHash {
+		m.seed = 0
 	}
 	m.mem.init(opts.MaxLockMemory)
 	m.txns.init(opts.Stripes)
@@ -78,16 +80,29 @@ func (m *Manager) family(cf txnlock.ColumnFamily) (*family, error) {
 	return f, nil
 }
 
-// stripeOf returns the stripe index of point key k.
+// stripeOf returns the stripe index of point key k: a seeded
+// multiply-xor hash over 8-byte words, enough to spread keys over a few
+// hundred stripes (a stripe collision costs contention, never
+// correctness, so it need not resist chosen keys the way a map hash
+// does).
 func (m *Manager) stripeOf(k []byte) int {
-	if m.fixed {
-		h := uint64(14695981039346656037) // FNV-1a
-		for _, c := range k {
-			h = (h ^ uint64(c)) * 1099511628211
-		}
-		return int(h & m.mask)
+	h := m.seed ^ uint64(len(k))*0x9e3779b97f4a7c15
+	for len(k) >= 8 {
+		h = (h ^ binary.LittleEndian.Uint64(k)) * 0xff51afd7ed558ccd
+		h ^= h >> 32
+		k = k[8:]
 	}
-	return int(maphash.Bytes(m.seed, k) & m.mask)
+	if len(k) > 0 {
+		var tail uint64
+		for i, c := range k {
+			tail |= uint64(c) << (8 * i)
+		}
+		h = (h ^ tail) * 0xc4ceb9fe1a85ec53
+	}
+	h ^= h >> 29
+	h *= 0x94d049bb133111eb
+	h ^= h >> 32
+	return int(h & m.mask)
 }
 
 // Lock acquires req.Range in column family req.CF in req.Mode (see
