@@ -82,7 +82,7 @@ func (c *core) limits() limits {
 // is about to sleep, so no later search would start from it.
 func (c *core) check(w txnlock.Waiter) decision {
 	var d decision
-	for {
+	for retries := 0; ; {
 		e := c.g.find(w)
 		if e == nil {
 			return d // unblocked, or failed as a victim
@@ -93,6 +93,15 @@ func (c *core) check(w txnlock.Waiter) decision {
 		c.rootBuf[0] = nil
 		c.stats.Steps += uint64(res.steps)
 		switch {
+		case res.cycle != nil && !allActive(res.cycle):
+			// A member was granted or failed during the search: look
+			// again without it, a few times, then leave it to a pass.
+			if retries++; retries > maxStaleRetries {
+				c.passWanted = true
+				d.deferred = true
+				return d
+			}
+			continue
 		case res.cycle != nil:
 			b, _ := c.breakCycle(res.cycle, e)
 			d.err = b.err
@@ -181,12 +190,32 @@ func (c *core) checkSuspects() decision {
 			if res.cycle == nil {
 				break
 			}
+			if !allActive(res.cycle) {
+				c.passWanted = true // a member ended during the search
+				break
+			}
 			b, _ := c.breakCycle(res.cycle, nil)
 			d.victims = append(d.victims, b.victims...)
 			d.reports = append(d.reports, b.reports...)
 		}
 	}
 	return d
+}
+
+// maxStaleRetries bounds the searches one check repeats because a member
+// of the cycle it found stopped waiting meanwhile.
+const maxStaleRetries = 3
+
+// allActive reports whether every wait of cycle is still active (checked
+// again just before a cycle is broken: the search checked each as it
+// went, but a member may have been granted since).
+func allActive(cycle []*edge) bool {
+	for _, e := range cycle {
+		if !e.active() {
+			return false
+		}
+	}
+	return true
 }
 
 // breakCycle chooses a victim among the waits of cycle, removes its wait
@@ -238,7 +267,7 @@ func (c *core) resolve(cycle []*edge) (decision, *edge) {
 	for i, s := range cycle {
 		next := cycle[(i+1)%len(cycle)].txn
 		l := c.g.find(s.waiter)
-		if l == nil || l.res.id != s.res.id || next == l.txn || !l.res.blocks(next) {
+		if l == nil || !l.active() || l.res.id != s.res.id || next == l.txn || !l.res.blocks(next) {
 			c.stats.FalsePositivesAvoided++
 			return decision{}, s
 		}

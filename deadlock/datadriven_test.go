@@ -27,7 +27,7 @@ import (
 //	blockers res=R txns=(T,..) | from=T to=T
 //	unblock txn=T [w=NAME]       drop res=R
 //	check txn=T [w=NAME]         background [unblock=(NAME,..)]  suspects
-//	timeout txn=T [w=NAME]
+//	timeout txn=T [w=NAME]       grant txn=T [w=NAME]
 //	chain from=T n=N [cycle]     queue res=R from=T n=N
 //	advance D    history [report]    report    stats    graph
 type scenario struct {
@@ -48,13 +48,17 @@ type fakeWaiter struct {
 	name     string
 	txn      txnlock.TxnID
 	err      error
+	granted  bool
 	reported bool
 }
+
+// Active says whether the waiter still waits, as lockwait.Waiter does.
+func (w *fakeWaiter) Active() bool { return w.err == nil && !w.granted }
 
 func (w *fakeWaiter) Txn() txnlock.TxnID { return w.txn }
 
 func (w *fakeWaiter) Fail(err error) bool {
-	if w.err != nil {
+	if w.err != nil || w.granted {
 		return false
 	}
 	w.err = err
@@ -182,6 +186,12 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		w := s.waiters[waiterName(t, d, txn)]
 		require.NotNil(t, w, "unknown waiter")
 		s.d.Unblock(w)
+	case "grant":
+		// The manager grants the waiter, which wakes; its Unblock has
+		// not reached the detector yet.
+		w := s.waiters[waiterName(t, d, scanTxn(t, d))]
+		require.NotNil(t, w, "unknown waiter")
+		w.granted = true
 	case "timeout":
 		// The waiter's own timeout fires: it fails, and its manager has
 		// not yet told the detector.

@@ -37,6 +37,7 @@ const maxFree = 1024
 // edge is one wait: txn waits for res.
 type edge struct {
 	waiter    txnlock.Waiter
+	act       activeWaiter // waiter, if it can say whether it still waits
 	txn       txnlock.TxnID
 	res       *resource
 	lock      txnlock.LockRef
@@ -44,6 +45,17 @@ type edge struct {
 	since     time.Time
 	seq       uint64
 }
+
+// activeWaiter is a Waiter that can say whether it still waits, as
+// lockwait.Waiter does. A manager grants a waiter (which wakes it) a
+// moment before it Unblocks it; in between the graph still shows the
+// wait. The search ignores such waits, so that a transaction already
+// running again is never part of a reported cycle.
+type activeWaiter interface{ Active() bool }
+
+// active reports whether the wait may still be real: its waiter has not
+// been granted or failed (as far as it says).
+func (e *edge) active() bool { return e.act == nil || e.act.Active() }
 
 // txnNode is a transaction with at least one wait.
 type txnNode struct {
@@ -124,8 +136,10 @@ func (g *graph) block(e txnlock.WaitEdge) {
 	}
 	g.seq++
 	ed := g.newEdge()
+	act, _ := e.Waiter.(activeWaiter)
 	*ed = edge{
 		waiter:    e.Waiter,
+		act:       act,
 		txn:       txn,
 		res:       g.resource(e.Resource),
 		lock:      e.Lock,

@@ -231,7 +231,7 @@ func runRandomized(t *testing.T, opts Options, seed uint64) {
 	det.mu.Lock()
 	det.mu.c.testingOnBreak = func(de *txnlock.DeadlockError) {
 		if err := ref.validate(de); err != nil {
-			bad = append(bad, fmt.Errorf("%w\n%s", err, de.Report()))
+			bad = append(bad, fmt.Errorf("%w\n%s\ngraph:\n%s\nref: %v", err, de.Report(), det.mu.c.g.describe(), ref.holds))
 		}
 	}
 	det.mu.Unlock()

@@ -54,7 +54,8 @@ type result struct {
 // expansion of r, not N. When T is among them (an upgrade) the view "r
 // without T" is private to T, which the search visits once, so it needs no
 // mark. Every node is expanded at most once: a search is linear in the
-// part of the graph it reaches.
+// part of the graph it reaches. A wait whose waiter says it no longer
+// waits (see activeWaiter) is not followed.
 //
 // fresh starts a new epoch; a full search keeps the epoch across its roots.
 func (g *graph) walk(stack *[]frame, root *txnNode, rootWaits []*edge, target txnlock.TxnID, lim limits, fresh bool) (res result) {
@@ -93,6 +94,9 @@ func (g *graph) walk(stack *[]frame, root *txnNode, rootWaits []*edge, target tx
 			}
 			e := f.waits[0]
 			f.waits = f.waits[1:]
+			if !e.active() {
+				continue // granted or failed, not yet Unblocked
+			}
 			if r := e.res; !r.blocks(e.txn) {
 				if r.mark == ep {
 					if target == 0 && r.onStack {
