@@ -90,6 +90,16 @@
 // builds its graph from them outside. After a pass the goroutine rests ten
 // times as long as the pass took, so a busy graph where every wait wakes
 // it spends at most about a tenth of a processor on passes.
+// # Stale waits
+//
+// A manager grants a waiter, which wakes at once, a moment before its
+// Unblock reaches the detector; the woken transaction may already be
+// running, even releasing what it held. A search does not follow a wait
+// whose waiter says it no longer waits (a Waiter with an Active() bool
+// method, as lockwait.Waiter has), and checks every member again just
+// before it breaks a cycle, so a transaction that is running again is
+// never reported as deadlocked.
+//
 // # Cycles that no Check sees
 //
 // A cycle can form without a new wait: SetBlockers makes a transaction
