@@ -205,12 +205,27 @@ func runRandom(t *testing.T, m *Manager, workers, txnsPerWorker int) {
 	}
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
-	select {
-	case <-finished:
-	case <-stuckC:
-		t.Fatalf("%v; status:\n%v", stuck.Load(), m.Status())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("workers stuck; status:\n%v", m.Status())
+	// Progress watchdog: the run may take long (-long, -race, a busy
+	// machine), but new transactions must keep starting.
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	last, idle := nextTxn.Load(), 0
+wait:
+	for {
+		select {
+		case <-finished:
+			break wait
+		case <-stuckC:
+			t.Fatalf("%v; status:\n%v", stuck.Load(), m.Status())
+		case <-tick.C:
+			if n := nextTxn.Load(); n != last {
+				last, idle = n, 0
+				continue
+			}
+			if idle++; idle == 30 {
+				t.Fatalf("no transaction started for 30s; status:\n%v", m.Status())
+			}
+		}
 	}
 	close(done)
 	if s := stuck.Load(); s != nil {
