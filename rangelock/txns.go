@@ -9,9 +9,10 @@ import (
 
 // txnTable remembers, per transaction, which stripes of which families it
 // may hold locks in, so that UnlockAll visits only those. It errs on the
-// side of too much: a stripe stays noted after a single Unlock, and a wide
-// request is noted before it runs. A point is noted, with its stripe held,
-// when the transaction gets its first point lock in the stripe.
+// side of too much: a stripe stays noted after a single Unlock or a failed
+// request, and a wide request is noted before it runs. A point request
+// notes its stripe, with the stripe held, the first time the transaction
+// asks for a point there (see stripe.txnPointsLocked).
 type txnTable struct {
 	t *txntable.Table[txnLocks]
 }
