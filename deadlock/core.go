@@ -153,18 +153,16 @@ func (c *core) check(w txnlock.Waiter) decision {
 // cycle; the SetBlockers that follows closes one.
 func (c *core) setBlockers(id txnlock.ResourceID, blockers []txnlock.TxnID) bool {
 	r := c.g.resource(id)
-	old := r.blockers
-	c.g.setBlockers(id, blockers)
-	if r.waits == 0 || len(c.g.txns) == 0 {
-		return false
-	}
 	found := false
-	for _, b := range r.blockers {
-		if _, had := slices.BinarySearch(old, b); !had && c.g.txns[b] != nil {
-			c.suspects = append(c.suspects, b)
-			found = true
+	if r.waits > 0 && len(c.g.txns) > 0 {
+		for _, b := range blockers {
+			if !r.blocks(b) && c.g.txns[b] != nil {
+				c.suspects = append(c.suspects, b)
+				found = true
+			}
 		}
 	}
+	c.g.setBlockers(r, blockers)
 	return found
 }
 

@@ -43,6 +43,7 @@ type Detector struct {
 	passMu    sync.Mutex
 	passStack []frame
 	passFlat  []flatWait
+	passArena []txnlock.TxnID
 
 	// testingAfterSnapshot, if set, runs between a background pass's
 	// snapshot and its search (tests only).
@@ -279,9 +280,9 @@ func (d *Detector) backgroundPass() {
 		d.mu.Unlock()
 		return
 	}
-	d.passFlat = d.mu.c.g.flatten(d.passFlat[:0])
+	d.passFlat, d.passArena = d.mu.c.g.flatten(d.passFlat[:0], d.passArena[:0])
 	d.mu.Unlock()
-	snap := snapshotOf(d.passFlat)
+	snap := snapshotOf(d.passFlat, d.passArena)
 	clear(d.passFlat) // drop the waiter references
 	if d.testingAfterSnapshot != nil {
 		d.testingAfterSnapshot()

@@ -29,6 +29,9 @@ type graph struct {
 	// allocation in the steady state.
 	freeEdges []*edge
 	freeTxns  []*txnNode
+	// last is the resource looked up last: a hot lock's waits and
+	// blocker changes come in runs.
+	last *resource
 }
 
 // maxFree bounds each free list.
@@ -39,6 +42,7 @@ type edge struct {
 	waiter    txnlock.Waiter
 	act       activeWaiter // waiter, if it can say whether it still waits
 	txn       txnlock.TxnID
+	node      *txnNode // txn's node
 	res       *resource
 	lock      txnlock.LockRef
 	locksHeld int
@@ -70,8 +74,7 @@ type txnNode struct {
 // resource is a lock with waiters, and the transactions that block it.
 type resource struct {
 	id txnlock.ResourceID
-	// blockers is sorted and never changed in place (SetBlockers installs
-	// a new slice), so a snapshot may share it.
+	// blockers is sorted, without duplicates.
 	blockers []txnlock.TxnID
 	waits    int  // edges pointing here
 	dropped  bool // DropResource came while waits > 0: forget it at zero
@@ -79,6 +82,8 @@ type resource struct {
 	// that is not among the blockers), as in txnNode.
 	mark    uint64
 	onStack bool
+	// snapOff is where flatten copied blockers in its arena.
+	snapOff int
 }
 
 // blocks reports whether txn is among r's blockers (an upgrading holder
@@ -109,13 +114,24 @@ func (g *graph) find(w txnlock.Waiter) *edge {
 
 // resource returns id's node, made if new (or revived if dropped).
 func (g *graph) resource(id txnlock.ResourceID) *resource {
-	r := g.res[id]
-	if r == nil {
-		r = &resource{id: id}
-		g.res[id] = r
+	r := g.last
+	if r == nil || r.id != id {
+		r = g.res[id]
+		if r == nil {
+			r = &resource{id: id}
+			g.res[id] = r
+		}
+		g.last = r
 	}
 	r.dropped = false
 	return r
+}
+
+func (g *graph) deleteResource(r *resource) {
+	delete(g.res, r.id)
+	if g.last == r {
+		g.last = nil
+	}
 }
 
 // block records e. A second Block of the same waiter replaces its wait.
@@ -141,6 +157,7 @@ func (g *graph) block(e txnlock.WaitEdge) {
 		waiter:    e.Waiter,
 		act:       act,
 		txn:       txn,
+		node:      n,
 		res:       g.resource(e.Resource),
 		lock:      e.Lock,
 		locksHeld: e.LocksHeld,
@@ -152,6 +169,7 @@ func (g *graph) block(e txnlock.WaitEdge) {
 	if n == nil {
 		n = g.newTxn(ed.txn)
 		g.txns[ed.txn] = n
+		ed.node = n
 	}
 	n.waits = append(n.waits, ed)
 }
@@ -189,12 +207,9 @@ func (g *graph) removeEdge(e *edge) {
 	r := e.res
 	r.waits--
 	if r.waits == 0 && r.dropped && g.res[r.id] == r {
-		delete(g.res, r.id)
+		g.deleteResource(r)
 	}
-	n := g.txns[e.txn]
-	if n == nil {
-		return
-	}
+	n := e.node
 	if i := slices.Index(n.waits, e); i >= 0 {
 		n.waits = slices.Delete(n.waits, i, i+1)
 	}
@@ -212,12 +227,11 @@ func (g *graph) removeEdge(e *edge) {
 }
 
 // setBlockers installs a sorted copy of blockers, without duplicates.
-func (g *graph) setBlockers(id txnlock.ResourceID, blockers []txnlock.TxnID) {
-	r := g.resource(id)
+func (g *graph) setBlockers(r *resource, blockers []txnlock.TxnID) {
 	if slices.Equal(r.blockers, blockers) {
 		return // unchanged (and so already sorted)
 	}
-	b := slices.Clone(blockers)
+	b := append(r.blockers[:0], blockers...)
 	if len(b) > 1 {
 		slices.Sort(b)
 		b = slices.Compact(b)
@@ -233,7 +247,7 @@ func (g *graph) dropResource(id txnlock.ResourceID) {
 	switch {
 	case r == nil:
 	case r.waits == 0:
-		delete(g.res, id)
+		g.deleteResource(r)
 	default:
 		r.dropped = true
 	}
@@ -241,27 +255,35 @@ func (g *graph) dropResource(id txnlock.ResourceID) {
 
 // flatWait is one wait as copied under the mutex for a snapshot.
 type flatWait struct {
-	e        edge // res is nil
-	res      txnlock.ResourceID
-	blockers []txnlock.TxnID // shared with the live graph: never changed in place
+	e      edge // res and node are nil
+	res    txnlock.ResourceID
+	b0, b1 int // the resource's blockers: arena[b0:b1]
 }
 
-// flatten appends every wait to dst: the only part of a snapshot done
-// under the mutex, one copy per wait and no allocation once dst is large
-// enough.
-func (g *graph) flatten(dst []flatWait) []flatWait {
+// flatten appends every wait to dst, and each resource's blockers once to
+// arena: the only part of a snapshot done under the mutex, one copy per
+// wait and no allocation once the buffers are large enough.
+func (g *graph) flatten(dst []flatWait, arena []txnlock.TxnID) ([]flatWait, []txnlock.TxnID) {
+	g.epoch++
 	for _, n := range g.txns {
 		for _, e := range n.waits {
-			f := flatWait{e: *e, res: e.res.id, blockers: e.res.blockers}
-			f.e.res = nil
+			r := e.res
+			if r.mark != g.epoch {
+				r.mark = g.epoch
+				r.snapOff = len(arena)
+				arena = append(arena, r.blockers...)
+			}
+			f := flatWait{e: *e, res: r.id, b0: r.snapOff, b1: r.snapOff + len(r.blockers)}
+			f.e.res, f.e.node = nil, nil
 			dst = append(dst, f)
 		}
 	}
-	return dst
+	return dst, arena
 }
 
-// snapshotOf builds a graph from flattened waits, outside the mutex.
-func snapshotOf(flat []flatWait) *graph {
+// snapshotOf builds a graph from flattened waits, outside the mutex. The
+// snapshot's resources share arena.
+func snapshotOf(flat []flatWait, arena []txnlock.TxnID) *graph {
 	s := &graph{
 		txns:   make(map[txnlock.TxnID]*txnNode, len(flat)),
 		res:    make(map[txnlock.ResourceID]*resource),
@@ -272,7 +294,7 @@ func snapshotOf(flat []flatWait) *graph {
 		f := &flat[i]
 		r := s.res[f.res]
 		if r == nil {
-			r = &resource{id: f.res, blockers: f.blockers}
+			r = &resource{id: f.res, blockers: arena[f.b0:f.b1:f.b1]}
 			s.res[r.id] = r
 		}
 		r.waits++
@@ -284,6 +306,7 @@ func snapshotOf(flat []flatWait) *graph {
 			n = &txnNode{id: e.txn}
 			s.txns[e.txn] = n
 		}
+		e.node = n
 		n.waits = append(n.waits, e)
 	}
 	// Waits in the order they began, as in the live graph.
@@ -295,7 +318,7 @@ func snapshotOf(flat []flatWait) *graph {
 
 // snapshot copies the graph (tests; the detector uses flatten and
 // snapshotOf to keep the copy under its mutex short).
-func (g *graph) snapshot() *graph { return snapshotOf(g.flatten(nil)) }
+func (g *graph) snapshot() *graph { return snapshotOf(g.flatten(nil, nil)) }
 
 // roots returns the waiting transactions in id order, so that a full
 // search is deterministic.

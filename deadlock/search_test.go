@@ -94,7 +94,7 @@ func randomGraph(rng *rand.Rand, nTxn, nRes int) (*graph, []txnlock.Waiter) {
 		for range rng.IntN(4) {
 			b = append(b, txnlock.TxnID(1+rng.IntN(nTxn)))
 		}
-		g.setBlockers(txnlock.ResourceID(r), b)
+		g.setBlockers(g.resource(txnlock.ResourceID(r)), b)
 	}
 	var ws []txnlock.Waiter
 	for t := 1; t <= nTxn; t++ {
