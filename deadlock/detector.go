@@ -213,28 +213,24 @@ func (d *Detector) Close() error {
 // run is the background goroutine. When woken it first searches from the
 // suspects (checkSuspects), then runs a full pass if one is wanted (a
 // deferred search, or a new wait in Background mode); every
-// BackgroundInterval it runs a full pass anyway. After a full pass it
-// rests passRestFactor times as long as the pass took (at most
-// BackgroundInterval) before the next, so that a busy graph, where every
-// wait wakes it, costs passes at most about a tenth of one processor and
-// a tenth of the mutex's time; the wake-ups that arrive meanwhile
-// coalesce.
+// BackgroundInterval it runs a full pass anyway. After a full pass no
+// other starts for passRestFactor times as long as it took (at most
+// BackgroundInterval), so that a busy graph, where every wait wakes it,
+// spends at most about a tenth of one processor and of the mutex's time on
+// passes; the wishes that arrive meanwhile coalesce, and suspects are
+// still searched at once.
 func (d *Detector) run() {
 	defer close(d.done)
-	var rest time.Duration
+	clock, interval := d.opts.Clock, d.opts.BackgroundInterval
+	next := clock.Now().Add(interval) // the next periodic pass
+	var restUntil time.Time
+	wantPass := false
 	for {
-		if rest > 0 {
-			t := d.opts.Clock.NewTimer(rest)
-			select {
-			case <-d.stop:
-				t.Stop()
-				return
-			case <-t.C():
-			}
-			rest = 0
+		due := next
+		if wantPass && restUntil.Before(due) {
+			due = restUntil
 		}
-		t := d.opts.Clock.NewTimer(d.opts.BackgroundInterval)
-		periodic := false
+		t := clock.NewTimer(due.Sub(clock.Now()))
 		select {
 		case <-d.stop:
 			t.Stop()
@@ -242,14 +238,21 @@ func (d *Detector) run() {
 		case <-d.kick:
 			t.Stop()
 		case <-t.C():
-			periodic = true
 		}
-		if !d.checkSuspects() && !periodic {
-			continue
+		if d.checkSuspects() {
+			wantPass = true
 		}
-		start := d.opts.Clock.Now()
-		d.backgroundPass()
-		rest = min(passRestFactor*d.opts.Clock.Now().Sub(start), d.opts.BackgroundInterval)
+		now := clock.Now()
+		if !now.Before(next) {
+			wantPass = true
+			next = now.Add(interval)
+		}
+		if wantPass && !now.Before(restUntil) {
+			d.backgroundPass()
+			end := clock.Now()
+			restUntil = end.Add(min(passRestFactor*end.Sub(now), interval))
+			wantPass = false
+		}
 	}
 }
 
