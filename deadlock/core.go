@@ -94,7 +94,7 @@ func (c *core) check(w txnlock.Waiter) decision {
 			return d
 		}
 		c.rootBuf[0] = e
-		res := c.g.walk(&c.stack, c.g.txns[e.txn], c.rootBuf[:], e.txn, c.limits(), true)
+		res := c.g.walk(&c.stack, e.node, c.rootBuf[:], e.txn, c.limits(), true)
 		c.rootBuf[0] = nil
 		c.stats.Steps += uint64(res.steps)
 		switch {

@@ -29,9 +29,13 @@
 // one place), so every path through them leads to the holders anyway: the
 // resource node contracts the queue, and waiter → lock → holders is exact.
 // A search from txn 10k visits res a and its holders, and never a queued
-// waiter unless that waiter also holds something on the path. The search
-// marks the resource once it has followed its blockers, so N waiters
-// reached through other paths still expand it once.
+// waiter unless that waiter also holds something on the path. A cycle
+// through a queued waiter still shows, contracted: without that waiter,
+// which is as stuck as the rest. The search marks the resource once it has
+// followed its blockers, so N waiters reached through other paths still
+// expand it once. (A transaction that waits in two places at once breaks
+// the premise: a cycle that needs the edge from a later waiter to such a
+// transaction queued ahead of it is not seen, and ends by lock timeout.)
 //
 // A transaction never blocks itself: following a resource reached from
 // txn T's wait skips T among its blockers (an upgrading holder is listed

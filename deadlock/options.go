@@ -149,10 +149,9 @@ type Options struct {
 	// wait first too). Default: 0 (check at once).
 	DetectDelay time.Duration
 	// BackgroundInterval is the period of the background pass, which
-	// searches the whole graph (in OnBlock mode too: it catches cycles
-	// formed without a new wait, when a transaction with several
-	// concurrent waits is granted one of them). Default:
-	// DefaultBackgroundInterval (1s).
+	// searches the whole graph, in OnBlock mode too (a safety net: cycles
+	// that no Check sees are searched as suspects at once, see the
+	// package doc). Default: DefaultBackgroundInterval (1s).
 	BackgroundInterval time.Duration
 	// Clock times searches and stamps reports. Default: txnlock.SystemClock.
 	Clock txnlock.Clock
