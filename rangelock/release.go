@@ -118,7 +118,7 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 		f.unlockAllWide(txn, t)
 		return
 	}
-	for _, sp := range t.points {
+	t.stripes(func(sp *stripePoints) {
 		s := &f.stripes[sp.idx]
 		s.mu.Lock()
 		if f.dead != nil {
@@ -133,7 +133,7 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 		n := s.releaseAllPointsLocked(txn, sp, relp)
 		if n == 0 {
 			s.mu.Unlock()
-			continue
+			return
 		}
 		s.syncMemLocked(&f.m.mem)
 		s.counters.Released += uint64(n)
@@ -145,7 +145,7 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 			f.recheckWideLocked(rel)
 			f.unlockStripes()
 		}
-	}
+	})
 }
 
 // unlockAllWide releases every lock of txn in f, wide and point (t says
@@ -166,11 +166,11 @@ func (f *family) unlockAllWide(txn txnlock.TxnID, t *famTouch) {
 		})
 		rel := slices.Clone(wideRel)
 		n := 0
-		for _, sp := range t.points {
+		t.stripes(func(sp *stripePoints) {
 			if sp.idx == i {
 				n = s.releaseAllPointsLocked(txn, sp, &rel)
 			}
-		}
+		})
 		s.syncMemLocked(&f.m.mem)
 		s.counters.Released += uint64(n)
 		f.recheckStripeLocked(s, rel)

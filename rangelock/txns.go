@@ -39,9 +39,21 @@ func (rec *txnLocks) touches(fn func(t *famTouch)) {
 type famTouch struct {
 	f    *family
 	wide bool // it requested a wide range (or was escalated)
-	// points has an entry per stripe it took point locks in.
-	points    []*stripePoints
-	pointsArr [8]stripePoints // the first entries, inline
+	// An entry per stripe it asked for points in: the first ones
+	// inline, the rest in extra.
+	n      int
+	inline [8]stripePoints
+	extra  []*stripePoints
+}
+
+// stripes calls fn for each of t's per-stripe entries.
+func (t *famTouch) stripes(fn func(sp *stripePoints)) {
+	for i := range t.n {
+		fn(&t.inline[i])
+	}
+	for _, sp := range t.extra {
+		fn(sp)
+	}
 }
 
 // stripePoints is a transaction's entry for one stripe. idx is
@@ -67,7 +79,6 @@ func touchLocked(st *txntable.Stripe[txnLocks], txn txnlock.TxnID, f *family) *f
 	}
 	if rec.first.f == nil {
 		rec.first.f = f
-		rec.first.points = nil
 		return &rec.first
 	}
 	for _, x := range rec.more {
@@ -114,20 +125,27 @@ func (tt *txnTable) pointsOf(txn txnlock.TxnID, f *family, idx int) *stripePoint
 	st := tt.t.Stripe(txn)
 	st.Mu.Lock()
 	t := touchLocked(st, txn, f)
-	for _, sp := range t.points {
+	for i := range t.n {
+		if sp := &t.inline[i]; sp.idx == idx {
+			st.Mu.Unlock()
+			return sp
+		}
+	}
+	for _, sp := range t.extra {
 		if sp.idx == idx {
 			st.Mu.Unlock()
 			return sp
 		}
 	}
 	var sp *stripePoints
-	if n := len(t.points); n < len(t.pointsArr) {
-		sp = &t.pointsArr[n]
+	if t.n < len(t.inline) {
+		sp = &t.inline[t.n]
+		t.n++
 	} else {
 		sp = &stripePoints{}
+		t.extra = append(t.extra, sp)
 	}
 	sp.idx = idx
-	t.points = append(t.points, sp)
 	st.Mu.Unlock()
 	return sp
 }
@@ -139,7 +157,9 @@ func (tt *txnTable) pointsIn(txn txnlock.TxnID, f *family) []*stripePoints {
 	st.Mu.Lock()
 	defer st.Mu.Unlock()
 	if t := findLocked(st, txn, f); t != nil {
-		return slices.Clone(t.points)
+		var sps []*stripePoints
+		t.stripes(func(sp *stripePoints) { sps = append(sps, sp) })
+		return sps
 	}
 	return nil
 }
