@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/manualclock"
 )
 
@@ -70,4 +71,8 @@ func TestStatusSince(t *testing.T) {
 	require.Equal(t, time.Second, s.WaitTime)
 	require.Zero(t, s.Waiting)
 	require.Equal(t, uint64(1), s.Waited)
+}
+
+func TestEntryLayout(t *testing.T) {
+	require.True(t, keytable.Valid[entry](), "entry must start with keytable.Entry")
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 )
 
@@ -19,9 +20,9 @@ import (
 // holder; when the embedded holder leaves, a shared holder from more moves
 // into h. Exclusive is only ever held by a sole holder, which is then h.
 type entry struct {
-	key string
-	x   *extra
-	h   hold
+	keytable.Entry // the key; first, as keytable.Table requires
+	x              *extra
+	h              hold
 }
 
 // hold is one transaction's lock on one entry. It is linked in two places:

@@ -37,17 +37,18 @@ func (m *Manager) checkStripeLocked(lm *lockMap, st *stripe) error {
 	held := int64(0)
 	var err error
 	n := 0
-	st.tab.all(func(h uint64, e *entry) {
+	st.tab.All(func(h uint64, e *entry) bool {
 		n++
 		if err == nil {
 			err = m.checkEntryLocked(lm, st, h, e, &held)
 		}
+		return true
 	})
 	if err != nil {
 		return err
 	}
-	if n != st.tab.n {
-		return fmt.Errorf("cf %d stripe: table counts %d, has %d", lm.cf, st.tab.n, n)
+	if n != st.tab.Len() {
+		return fmt.Errorf("cf %d stripe: table counts %d, has %d", lm.cf, st.tab.Len(), n)
 	}
 	if held != st.held {
 		return fmt.Errorf("cf %d stripe: held %d, counted %d", lm.cf, held, st.held)
@@ -56,14 +57,14 @@ func (m *Manager) checkStripeLocked(lm *lockMap, st *stripe) error {
 }
 
 func (m *Manager) checkEntryLocked(lm *lockMap, st *stripe, h uint64, e *entry, held *int64) error {
-	if m.hashString(e.key) != h {
-		return fmt.Errorf("cf %d key %q under the wrong hash", lm.cf, e.key)
+	if m.hashString(e.Key()) != h {
+		return fmt.Errorf("cf %d key %q under the wrong hash", lm.cf, e.Key())
 	}
 	if e.emptyLocked() {
-		return fmt.Errorf("cf %d key %q: empty entry in the map", lm.cf, e.key)
+		return fmt.Errorf("cf %d key %q: empty entry in the map", lm.cf, e.Key())
 	}
-	if st.tab.findString(h, e.key) != e {
-		return fmt.Errorf("cf %d key %q cannot be found", lm.cf, e.key)
+	if st.tab.FindString(h, e.Key()) != e {
+		return fmt.Errorf("cf %d key %q cannot be found", lm.cf, e.Key())
 	}
 	if e.h.rec != nil {
 		*held++
@@ -72,33 +73,33 @@ func (m *Manager) checkEntryLocked(lm *lockMap, st *stripe, h uint64, e *entry, 
 	if e.h.rec != nil {
 		holds = append(holds, &e.h)
 		if e.h.e != e {
-			return fmt.Errorf("key %q: embedded hold points elsewhere", e.key)
+			return fmt.Errorf("key %q: embedded hold points elsewhere", e.Key())
 		}
 	}
 	if e.x != nil {
 		if e.h.rec == nil && len(e.x.more) > 0 {
-			return fmt.Errorf("key %q: shared holders without the embedded one", e.key)
+			return fmt.Errorf("key %q: shared holders without the embedded one", e.Key())
 		}
 		holds = append(holds, e.x.more...)
 	}
 	seen := map[txnlock.TxnID]bool{}
 	for _, hd := range holds {
 		if seen[hd.rec.txn] {
-			return fmt.Errorf("key %q: %v holds twice", e.key, hd.rec.txn)
+			return fmt.Errorf("key %q: %v holds twice", e.Key(), hd.rec.txn)
 		}
 		seen[hd.rec.txn] = true
 		if hd.mode == txnlock.Exclusive && len(holds) > 1 {
-			return fmt.Errorf("key %q: Exclusive holder %v is not alone", e.key, hd.rec.txn)
+			return fmt.Errorf("key %q: Exclusive holder %v is not alone", e.Key(), hd.rec.txn)
 		}
 		if hd.e != e || hd.cfIdx != lm.idx {
-			return fmt.Errorf("key %q: hold of %v points elsewhere", e.key, hd.rec.txn)
+			return fmt.Errorf("key %q: hold of %v points elsewhere", e.Key(), hd.rec.txn)
 		}
 		ts := m.txns.Stripe(hd.rec.txn)
 		ts.Mu.Lock()
 		ok := int(hd.slot) < len(hd.rec.holds) && hd.rec.holds[hd.slot] == hd && ts.GetLocked(hd.rec.txn) == hd.rec
 		ts.Mu.Unlock()
 		if !ok {
-			return fmt.Errorf("key %q: hold of %v not at its slot in a live record", e.key, hd.rec.txn)
+			return fmt.Errorf("key %q: hold of %v not at its slot in a live record", e.Key(), hd.rec.txn)
 		}
 	}
 	if e.x == nil {
@@ -111,7 +112,7 @@ func (m *Manager) checkEntryLocked(lm *lockMap, st *stripe, h uint64, e *entry, 
 			break
 		}
 		if e.grantableLocked(w.Txn(), w.Lock.Mode) && !m.closed.Load() {
-			return fmt.Errorf("cf %d key %q: %v waits for %v but could be granted", lm.cf, e.key, w.Txn(), w.Lock.Mode)
+			return fmt.Errorf("cf %d key %q: %v waits for %v but could be granted", lm.cf, e.Key(), w.Txn(), w.Lock.Mode)
 		}
 		break
 	}

@@ -23,7 +23,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 		st.mu.Unlock()
 		return m.lateErr(req)
 	}
-	e, pos := st.tab.find(h, key)
+	e, pos := st.tab.Find(h, key)
 	if e == nil {
 		// A new key: the common, uncontended case.
 		if m.maxLocks > 0 && !m.reserveKey() {
@@ -32,7 +32,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 			return lockErr("lock", req, nil, txnlock.ErrLockLimit)
 		}
 		e = st.newEntryLocked(key)
-		st.tab.insertAt(pos, h, e)
+		st.tab.InsertAt(pos, h, e)
 		m.addHoldLocked(st, e, req.Txn, req.Mode)
 		st.held++
 		st.c.Acquired++
@@ -172,7 +172,7 @@ func (m *Manager) enqueueLocked(st *stripe, e *entry, req *txnlock.Request, upgr
 	ref := txnlock.LockRef{CF: req.CF, Mode: req.Mode}
 	if m.det != nil {
 		// For the detector's reports; Status takes the key from the entry.
-		ref.Range = txnlock.Point([]byte(e.key))
+		ref.Range = txnlock.Point([]byte(e.Key()))
 	}
 	w := lockwait.New(req.Txn, ref, m.now())
 	w.Upgrade = upgrade

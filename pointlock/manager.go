@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/internal/txntable"
 )
@@ -18,7 +19,7 @@ type Manager struct {
 	opts     Options
 	det      txnlock.Detector // nil: no deadlock detection
 	clock    txnlock.Clock
-	kh       keyHash
+	kh       keytable.Hash
 	hashMask uint64 // ^0; tests narrow it to force hash collisions
 	maxLocks int64
 
@@ -72,7 +73,7 @@ func New(opts Options) (*Manager, error) {
 		opts:     opts,
 		det:      opts.Detector,
 		clock:    opts.Clock,
-		kh:       newKeyHash(),
+		kh:       keytable.NewHash(),
 		hashMask: math.MaxUint64,
 		maxLocks: int64(opts.MaxLocks),
 		txns:     txntable.New[txnRecord](opts.Stripes),
@@ -89,9 +90,9 @@ func New(opts Options) (*Manager, error) {
 // Options returns the options in effect (defaults filled).
 func (m *Manager) Options() Options { return m.opts }
 
-func (m *Manager) hash(key []byte) uint64 { return sum(&m.kh, key) & m.hashMask }
+func (m *Manager) hash(key []byte) uint64 { return keytable.Sum(&m.kh, key) & m.hashMask }
 
-func (m *Manager) hashString(key string) uint64 { return sum(&m.kh, key) & m.hashMask }
+func (m *Manager) hashString(key string) uint64 { return keytable.Sum(&m.kh, key) & m.hashMask }
 
 // AddColumnFamily registers cf. ErrColumnFamilyExists if it exists,
 // ErrUnknownColumnFamily if it is negative.
@@ -162,7 +163,7 @@ func (m *Manager) DropColumnFamily(cf txnlock.ColumnFamily) error {
 	}
 	inUse := false
 	for i := range lm.strip {
-		if lm.strip[i].tab.n > 0 {
+		if lm.strip[i].tab.Len() > 0 {
 			inUse = true
 			break
 		}
@@ -205,7 +206,7 @@ func (m *Manager) Close() error {
 		for i := range lm.strip {
 			st := &lm.strip[i]
 			st.mu.Lock()
-			st.tab.all(func(_ uint64, e *entry) {
+			st.tab.All(func(_ uint64, e *entry) bool {
 				if e.x != nil {
 					for w := e.x.q.Front(); w != nil; w = w.Next() {
 						w.Fail(txnlock.ErrClosed)
@@ -214,8 +215,9 @@ func (m *Manager) Close() error {
 				}
 				// Waiters unlink themselves from e.x.q; holds go.
 				e.h.rec = nil
+				return true
 			})
-			st.tab.reset()
+			st.tab.Reset()
 			st.held = 0
 			st.free, st.freeLen = nil, 0
 			st.mu.Unlock()

@@ -211,7 +211,7 @@ func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.R
 		}
 		return unlockErr(txn, cf, &r, txnlock.ErrUnknownColumnFamily)
 	}
-	e, _ := st.tab.find(h, key)
+	e, _ := st.tab.Find(h, key)
 	var hd *hold
 	if e != nil {
 		hd = e.holdOfLocked(txn)
@@ -266,7 +266,7 @@ func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
 		}
 		hd := rec.holds[len(rec.holds)-1]
 		e := hd.e
-		h := m.hashString(e.key) // e is held, so its key is stable here
+		h := m.hashString(e.Key()) // e is held, so its key is stable here
 		lm := m.cfs.Load().byIdx[hd.cfIdx]
 		ts.Mu.Unlock()
 
@@ -279,7 +279,7 @@ func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
 		// e may have been released meanwhile (by a concurrent Unlock of
 		// this transaction) and even recycled: act only if it is still in
 		// the table and held by txn.
-		if st.tab.has(h, e) {
+		if st.tab.Has(h, e) {
 			if hd := e.holdOfLocked(txn); hd != nil {
 				m.dropHoldLocked(e, hd)
 				st.c.Released++

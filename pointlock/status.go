@@ -18,7 +18,7 @@ func (m *Manager) Status() txnlock.Status {
 		for i := range lm.strip {
 			st := &lm.strip[i]
 			st.mu.Lock()
-			st.tab.all(func(_ uint64, e *entry) { appendEntryStatusLocked(&s, lm.cf, e) })
+			st.tab.All(func(_ uint64, e *entry) bool { appendEntryStatusLocked(&s, lm.cf, e); return true })
 			st.mu.Unlock()
 		}
 	}
@@ -27,7 +27,7 @@ func (m *Manager) Status() txnlock.Status {
 }
 
 func appendEntryStatusLocked(s *txnlock.Status, cf txnlock.ColumnFamily, e *entry) {
-	r := txnlock.Point([]byte(e.key))
+	r := txnlock.Point([]byte(e.Key()))
 	if e.h.rec != nil {
 		holders := e.holdersLocked(nil)
 		slices.Sort(holders)

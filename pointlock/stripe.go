@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 )
 
@@ -34,9 +35,9 @@ type stripeState struct {
 	cfIdx uint16 // the lockMap's idx; immutable
 	// The fields below are guarded by mu.
 
-	tab     table // key hash → entry
-	held    int64 // entries with at least one holder
-	dropped bool  // the column family was dropped (set with every stripe locked)
+	tab     keytable.Table[entry] // key hash → entry
+	held    int64                 // entries with at least one holder
+	dropped bool                  // the column family was dropped (set with every stripe locked)
 	c       lockwait.Counters
 	free    *entry          // recycled entries, linked through h.e (freeLen of them)
 	freeLen int32           //
@@ -56,45 +57,28 @@ const maxFree = 64
 // newEntryLocked returns an empty entry for key, recycled if possible. The
 // caller inserts it in st.tab.
 //
-// A recycled entry of the same key length keeps its key buffer: the new key
-// is copied into it, so that locking a fresh key allocates nothing. This is
-// the one place where pointlock writes into a string's bytes; it is sound
-// because the buffer was allocated here (never a literal or a runtime
-// static), and nothing outside the stripe mutex keeps an entry's key: every
-// reader copies it or reads it under the mutex, or (UnlockAll) under the
-// transaction stripe while the entry is held, hence not recyclable.
+// A recycled entry keeps its key buffer (keytable.Entry.SetKey): nothing
+// outside the stripe mutex keeps an entry's key: every reader copies it or
+// reads it under the mutex, or (UnlockAll) under the transaction stripe
+// while the entry is held, hence not recyclable.
 func (st *stripe) newEntryLocked(key []byte) *entry {
 	e := st.free
 	if e == nil {
 		e = &entry{}
 		e.h.e = e
-		e.key = ownedString(key)
+		e.SetKey(key)
 		return e
 	}
 	st.free = e.h.e
 	st.freeLen--
 	e.h.e = e
-	if n := len(key); n > 0 && n == len(e.key) {
-		copy(unsafe.Slice(unsafe.StringData(e.key), n), key)
-	} else {
-		e.key = ownedString(key)
-	}
+	e.SetKey(key)
 	return e
-}
-
-// ownedString copies key into a new heap buffer owned by the entry.
-func ownedString(key []byte) string {
-	if len(key) == 0 {
-		return ""
-	}
-	b := make([]byte, len(key))
-	copy(b, key)
-	return unsafe.String(&b[0], len(b))
 }
 
 // deleteLocked removes e (hash h) if it is in the stripe, and recycles it.
 func (st *stripe) deleteLocked(h uint64, e *entry) {
-	if !st.tab.remove(h, e) {
+	if !st.tab.Remove(h, e) {
 		return // not in the table (Close cleared it)
 	}
 	if st.freeLen < maxFree {

@@ -1,23 +1,24 @@
-package pointlock
+package keytable
 
 import (
 	"hash/maphash"
 	"math/bits"
 )
 
-// keyHash is the manager's seeded key hash. Keys of up to 16 bytes — the
-// common case for row keys — take a short multiply-mix path in the style of
+// Hash is a manager's seeded key hash. Keys of up to 16 bytes — the common
+// case for row keys — take a short multiply-mix path in the style of
 // wyhash (two 8-byte words, overlapping for 9..15 bytes, mixed with random
 // secrets by 128-bit multiplication); longer keys use hash/maphash. Both
-// are seeded per manager, so collisions cannot be planned from outside.
-type keyHash struct {
+// are seeded per Hash, so collisions cannot be planned from outside.
+type Hash struct {
 	seed       maphash.Seed
 	s0, s1, s2 uint64
 }
 
-func newKeyHash() keyHash {
+// NewHash returns a Hash with a random seed.
+func NewHash() Hash {
 	seed := maphash.MakeSeed()
-	return keyHash{
+	return Hash{
 		seed: seed,
 		s0:   maphash.String(seed, "s0") | 1,
 		s1:   maphash.String(seed, "s1") | 1,
@@ -30,8 +31,8 @@ func mix(a, b uint64) uint64 {
 	return hi ^ lo
 }
 
-// sum hashes a key; the []byte and string forms of one key hash alike.
-func sum[K string | []byte](k *keyHash, key K) uint64 {
+// Sum hashes a key; the []byte and string forms of one key hash alike.
+func Sum[K string | []byte](k *Hash, key K) uint64 {
 	n := len(key)
 	if n > 16 {
 		if s, ok := any(key).(string); ok {
