@@ -40,38 +40,21 @@ type Options struct {
 	// Events stops each run after this many transactions (sysbench's
 	// --events; failed ones count). Default: 0, no limit.
 	Events int64
-	// TableSize is the rows per table. Default: DefaultTableSize (10000).
-	TableSize int
 	// Tables is the number of tables. Default: DefaultTables (1).
 	Tables int
-	// Layout maps tables and indexes to column families. Default:
-	// LayoutShared.
-	Layout Layout
-	// Storage is where the table lives. Default: StorageMem.
-	Storage Storage
-	// Dir is the parent directory of disk tables. Default: "" (os.TempDir()).
-	Dir string
-	// Sync makes commits fsync the WAL. Default: false (NoSync, as the
-	// RocksDB anchor runs).
-	Sync bool
 	// NoSK drops the secondary index on k. Default: false.
 	NoSK bool
-	// LockTimeout is the lock-wait timeout. Default: DefaultLockTimeout (5s).
-	LockTimeout time.Duration
+	// TableOptions: the table size, layout, storage, lock-wait timeout
+	// and seed. Defaults: TableOptions's.
+	TableOptions
 	// Pairs is the number of mirrored blocks per thread count: each lock
 	// kind runs 2*Pairs times. Default: DefaultPairs (1).
 	Pairs int
 	// ReportInterval prints intermediate reports this often. Default: 0 (none).
 	ReportInterval time.Duration
-	// Delay delays every statement (ProxySQL's mysql-default_query_delay).
-	// Default: 0.
-	Delay time.Duration
-	// DelayRules delay the statements of one digest each. Default: none.
-	DelayRules []DelayRule
-	// DigestStats collects per-digest statistics. Default: false.
-	DigestStats bool
-	// Seed seeds the random ids and values. Default: DefaultSeed (1).
-	Seed uint64
+	// ThrottleOptions: statement delays and digest statistics. Default:
+	// none.
+	ThrottleOptions
 }
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -88,26 +71,12 @@ func (o *Options) EnsureDefaults() {
 	if o.Time == 0 && o.Events == 0 {
 		o.Time = DefaultTime
 	}
-	if o.TableSize == 0 {
-		o.TableSize = DefaultTableSize
-	}
 	if o.Tables == 0 {
 		o.Tables = DefaultTables
 	}
-	if o.Layout == "" {
-		o.Layout = LayoutShared
-	}
-	if o.Storage == "" {
-		o.Storage = StorageMem
-	}
-	if o.LockTimeout == 0 {
-		o.LockTimeout = DefaultLockTimeout
-	}
+	o.TableOptions.EnsureDefaults()
 	if o.Pairs == 0 {
 		o.Pairs = DefaultPairs
-	}
-	if o.Seed == 0 {
-		o.Seed = DefaultSeed
 	}
 }
 
@@ -135,62 +104,18 @@ func (o *Options) Validate() error {
 	if o.Time == 0 && o.Events == 0 {
 		p.Addf("time and events are both 0: a run would never end")
 	}
-	if o.TableSize < 1 {
-		p.Addf("table-size %d: must be at least 1", o.TableSize)
-	}
 	if o.Tables < 1 {
 		p.Addf("tables %d: must be at least 1", o.Tables)
 	}
-	validateLayout(&p, o.Layout)
-	validateStorage(&p, o.Storage)
-	if o.LockTimeout < 0 && o.LockTimeout != txnlock.NoWait {
-		p.Addf("lock-timeout %v is negative", o.LockTimeout)
-	}
+	o.TableOptions.check(&p)
 	if o.Pairs < 1 {
 		p.Addf("pairs %d: must be at least 1", o.Pairs)
 	}
 	if o.ReportInterval < 0 {
 		p.Addf("report-interval %v is negative", o.ReportInterval)
 	}
-	if o.Delay < 0 {
-		p.Addf("delay %v is negative", o.Delay)
-	}
-	if o.Tables >= 1 {
-		if _, err := newDelayTable(o.Delay, o.DelayRules, o.Tables); err != nil {
-			p.Addf("%v", err)
-		}
-	}
+	o.ThrottleOptions.check(&p, o.Tables)
 	return p.Err()
-}
-
-func validateLocks(p *txnlock.Problems, locks []LockKind) {
-	if len(locks) == 0 {
-		p.Addf("no lock kinds")
-	}
-	seen := map[LockKind]bool{}
-	for _, l := range locks {
-		if !l.Valid() {
-			p.Addf("unknown lock kind %q (want %s)", l, JoinLocks(LockKinds))
-		} else if seen[l] {
-			p.Addf("lock kind %q listed twice", l)
-		}
-		seen[l] = true
-	}
-}
-
-func validateLayout(p *txnlock.Problems, l Layout) {
-	for _, k := range Layouts {
-		if l == k {
-			return
-		}
-	}
-	p.Addf("unknown cf-layout %q (want shared, per-table or per-index)", l)
-}
-
-func validateStorage(p *txnlock.Problems, s Storage) {
-	if s != StorageMem && s != StorageDisk {
-		p.Addf("unknown storage %q (want mem or disk)", s)
-	}
 }
 
 // Valid reports whether l is a known lock kind.
@@ -223,23 +148,13 @@ func (o Options) String() string {
 	if o.ReportInterval > 0 {
 		fmt.Fprintf(&sb, " --report-interval=%v", o.ReportInterval)
 	}
-	if o.Delay > 0 {
-		fmt.Fprintf(&sb, " --delay=%v", o.Delay)
-	}
-	for _, r := range o.DelayRules {
-		fmt.Fprintf(&sb, " --delay-rule='%s'", r)
-	}
-	if o.DigestStats {
-		sb.WriteString(" --digest-stats")
-	}
+	o.ThrottleOptions.writeFlags(&sb)
 	return sb.String()
 }
 
 // tableConfig is the table of one run with lock kind l.
 func (o *Options) tableConfig(l LockKind) TableConfig {
-	return TableConfig{
-		Tables: o.Tables, TableSize: o.TableSize, Layout: o.Layout, NoSK: o.NoSK,
-		Storage: o.Storage, Dir: o.Dir, Sync: o.Sync, Lock: l, AutoIncMode: 1,
-		LockTimeout: o.LockTimeout,
-	}
+	cfg := o.TableOptions.tableConfig(l)
+	cfg.Tables, cfg.NoSK, cfg.AutoIncMode = o.Tables, o.NoSK, 1
+	return cfg
 }

@@ -54,7 +54,7 @@ func RunPlan(ctx context.Context, open Opener, opts Options, obs Observer, inter
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	delays, err := newDelayTable(opts.Delay, opts.DelayRules, opts.Tables)
+	delays, err := opts.delays(opts.Tables)
 	if err != nil {
 		return nil, err
 	}

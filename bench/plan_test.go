@@ -37,7 +37,7 @@ func itoa(n int) string { return JoinInts([]int{n}) }
 func TestRunPlanMirrored(t *testing.T) {
 	var o fakeOpener
 	var rec recorder
-	opts := Options{Locks: []LockKind{LockPoint, LockRange}, Threads: []int{1, 3}, Events: 50, Pairs: 1, TableSize: 100}
+	opts := Options{Locks: []LockKind{LockPoint, LockRange}, Threads: []int{1, 3}, Events: 50, Pairs: 1, TableOptions: TableOptions{TableSize: 100}}
 	res, err := RunPlan(context.Background(), o.open, opts, &rec, nil)
 	require.NoError(t, err)
 	want := []string{"point/1", "range/1", "range/1", "point/1", "point/3", "range/3", "range/3", "point/3"}
@@ -229,8 +229,9 @@ func TestProgress(t *testing.T) {
 func TestOptionsValidate(t *testing.T) {
 	o := Options{
 		Workload: "oltp_nope", Locks: []LockKind{"row", LockPoint, LockPoint}, Threads: []int{0, 4},
-		Time: -time.Second, Events: -1, TableSize: -1, Tables: -2, Layout: "diagonal", Storage: "tape",
-		LockTimeout: -5 * time.Second, Pairs: -1, ReportInterval: -1, Delay: -1,
+		Time: -time.Second, Events: -1, Tables: -2, Pairs: -1, ReportInterval: -1,
+		TableOptions:    TableOptions{TableSize: -1, Layout: "diagonal", Storage: "tape", LockTimeout: -5 * time.Second},
+		ThrottleOptions: ThrottleOptions{Delay: -1},
 	}
 	err := o.Validate()
 	require.ErrorIs(t, err, txnlock.ErrInvalidOptions)

@@ -87,7 +87,7 @@ func TestSBTestDisk(t *testing.T) {
 func TestSBTestSlap(t *testing.T) {
 	rs, err := RunSlap(context.Background(), OpenSBTest, SlapOptions{
 		Concurrency: []int{20}, Iterations: 1, Locks: []LockKind{LockNone, LockTable, LockPoint, LockRange},
-		LoadType: LoadMixed, NumberOfQueries: 200, TableSize: 20,
+		LoadType: LoadMixed, NumberOfQueries: 200, TableOptions: TableOptions{TableSize: 20},
 	}, nil)
 	require.NoError(t, err)
 	require.Len(t, rs, 4)

@@ -61,23 +61,14 @@ type SlapOptions struct {
 	// mysqlslap does, rounding down, at least one each). Default:
 	// DefaultSlapQueries (5000).
 	NumberOfQueries int
-	// TableSize is the rows loaded before the clients start. Default:
-	// DefaultSlapTableSize (100).
-	TableSize int
-	// Layout, Storage, Dir, Sync, LockTimeout: as in Options. Defaults:
-	// shared, mem, "", false, DefaultLockTimeout (5s).
-	Layout      Layout
-	Storage     Storage
-	Dir         string
-	Sync        bool
-	LockTimeout time.Duration
-	// Delay, DelayRules, DigestStats: throttling and digest statistics,
-	// as in Options. Default: none.
-	Delay       time.Duration
-	DelayRules  []DelayRule
-	DigestStats bool
-	// Seed seeds the random values. Default: DefaultSeed (1).
-	Seed uint64
+	// TableOptions: the table size, layout, storage, lock-wait timeout
+	// and seed. Defaults: TableOptions's, but TableSize is
+	// DefaultSlapTableSize (100), mysqlslap's
+	// --auto-generate-sql-write-number.
+	TableOptions
+	// ThrottleOptions: statement delays and digest statistics. Default:
+	// none.
+	ThrottleOptions
 }
 
 // EnsureDefaults fills zero fields with their defaults.
@@ -100,18 +91,7 @@ func (o *SlapOptions) EnsureDefaults() {
 	if o.TableSize == 0 {
 		o.TableSize = DefaultSlapTableSize
 	}
-	if o.Layout == "" {
-		o.Layout = LayoutShared
-	}
-	if o.Storage == "" {
-		o.Storage = StorageMem
-	}
-	if o.LockTimeout == 0 {
-		o.LockTimeout = DefaultLockTimeout
-	}
-	if o.Seed == 0 {
-		o.Seed = DefaultSeed
-	}
+	o.TableOptions.EnsureDefaults()
 }
 
 // Validate reports every problem.
@@ -138,37 +118,21 @@ func (o *SlapOptions) Validate() error {
 	if o.NumberOfQueries < 1 {
 		p.Addf("number-of-queries %d: must be at least 1", o.NumberOfQueries)
 	}
-	if o.TableSize < 1 {
-		p.Addf("table-size %d: must be at least 1", o.TableSize)
-	}
-	validateLayout(&p, o.Layout)
-	validateStorage(&p, o.Storage)
-	if o.LockTimeout < 0 && o.LockTimeout != txnlock.NoWait {
-		p.Addf("lock-timeout %v is negative", o.LockTimeout)
-	}
-	if o.Delay < 0 {
-		p.Addf("delay %v is negative", o.Delay)
-	}
-	if _, err := newDelayTable(o.Delay, o.DelayRules, 1); err != nil {
-		p.Addf("%v", err)
-	}
+	o.TableOptions.check(&p)
+	o.ThrottleOptions.check(&p, 1)
 	return p.Err()
 }
 
 // String renders the options as the command line that repeats them.
 func (o SlapOptions) String() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "--concurrency=%s --iterations=%d --lock=%s --load-type=%s --autoinc-mode=%d --number-of-queries=%d --table-size=%d --cf-layout=%s --storage=%s --lock-timeout=%v --seed=%d",
-		JoinInts(o.Concurrency), o.Iterations, JoinLocks(o.Locks), o.LoadType, o.AutoIncMode, o.NumberOfQueries, o.TableSize, o.Layout, o.Storage, o.LockTimeout, o.Seed)
-	if o.Delay > 0 {
-		fmt.Fprintf(&sb, " --delay=%v", o.Delay)
+	fmt.Fprintf(&sb, "--concurrency=%s --iterations=%d --lock=%s --load-type=%s --autoinc-mode=%d --number-of-queries=%d --table-size=%d --cf-layout=%s --storage=%s",
+		JoinInts(o.Concurrency), o.Iterations, JoinLocks(o.Locks), o.LoadType, o.AutoIncMode, o.NumberOfQueries, o.TableSize, o.Layout, o.Storage)
+	if o.Dir != "" {
+		fmt.Fprintf(&sb, " --dir=%s", o.Dir)
 	}
-	for _, r := range o.DelayRules {
-		fmt.Fprintf(&sb, " --delay-rule='%s'", r)
-	}
-	if o.DigestStats {
-		sb.WriteString(" --digest-stats")
-	}
+	fmt.Fprintf(&sb, " --sync=%t --lock-timeout=%v --seed=%d", o.Sync, o.LockTimeout, o.Seed)
+	o.ThrottleOptions.writeFlags(&sb)
 	return sb.String()
 }
 
@@ -226,7 +190,7 @@ func RunSlap(ctx context.Context, open Opener, o SlapOptions, progress func(lock
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	delays, err := newDelayTable(o.Delay, o.DelayRules, 1)
+	delays, err := o.delays(1)
 	if err != nil {
 		return nil, err
 	}
@@ -252,10 +216,8 @@ func slapCell(ctx context.Context, open Opener, o SlapOptions, delays delayTable
 	if o.DigestStats {
 		digests = newDigestStats(1)
 	}
-	cfg := TableConfig{
-		Tables: 1, TableSize: o.TableSize, Layout: o.Layout, Storage: o.Storage, Dir: o.Dir, Sync: o.Sync,
-		Lock: lock, AutoIncMode: o.AutoIncMode, LockTimeout: o.LockTimeout,
-	}
+	cfg := o.tableConfig(lock)
+	cfg.AutoIncMode = o.AutoIncMode
 	var total time.Duration
 	for it := range o.Iterations {
 		db, err := open(ctx, cfg)

@@ -12,7 +12,7 @@ import (
 )
 
 func slapOpts(lt LoadType, clients ...int) SlapOptions {
-	return SlapOptions{Concurrency: clients, Iterations: 2, Locks: []LockKind{LockPoint}, LoadType: lt, NumberOfQueries: 100, TableSize: 10}
+	return SlapOptions{Concurrency: clients, Iterations: 2, Locks: []LockKind{LockPoint}, LoadType: lt, NumberOfQueries: 100, TableOptions: TableOptions{TableSize: 10}}
 }
 
 // TestSlapAccounting: victims and timeouts are retried, not lost; the row
@@ -109,7 +109,9 @@ func TestSlapLoadTypes(t *testing.T) {
 
 func TestSlapValidate(t *testing.T) {
 	o := SlapOptions{Concurrency: []int{0}, Iterations: -1, Locks: []LockKind{"myisam"}, LoadType: "bulk",
-		AutoIncMode: 3, NumberOfQueries: -1, TableSize: -1, Layout: "x", Storage: "y", Delay: -1}
+		AutoIncMode: 3, NumberOfQueries: -1,
+		TableOptions:    TableOptions{TableSize: -1, Layout: "x", Storage: "y"},
+		ThrottleOptions: ThrottleOptions{Delay: -1}}
 	err := o.Validate()
 	require.ErrorIs(t, err, txnlock.ErrInvalidOptions)
 	for _, want := range []string{"concurrency 0", "iterations", "myisam", "load-type", "autoinc-mode", "number-of-queries", "table-size", "cf-layout", "storage", "delay"} {

@@ -121,18 +121,32 @@ func (v stringValue[T]) String() string {
 
 func (v stringValue[T]) Set(s string) error { *v.p = T(s); return nil }
 
-// tableFlags registers the table flags both commands share.
-func tableFlags(fs *flag.FlagSet, layout *bench.Layout, storage *bench.Storage, dir *string, sync *bool, lockTimeout *time.Duration) {
-	fs.Var(stringValue[bench.Layout]{layout}, "cf-layout", "column families: shared | per-table | per-index")
-	fs.Var(stringValue[bench.Storage]{storage}, "storage", "mem (in-memory Pebble, like /dev/shm) | disk")
-	fs.StringVar(dir, "dir", "", "parent directory of disk tables (default the system temp dir)")
-	fs.BoolVar(sync, "sync", false, "commits fsync the WAL (default NoSync, as the RocksDB anchor)")
-	fs.Var(durationValue{lockTimeout}, "lock-timeout", "lock-wait timeout (Go duration or seconds)")
+// tableFlags registers the flags of bench.TableOptions, which both
+// commands share, with o's values (its defaults) as theirs. sizeUsage
+// says what --table-size counts. --seed is read as an int64, so that
+// "--seed -1" is reported like any other bad value; setSeed, called after
+// parsing, checks it and stores it in o.
+func tableFlags(fs *flag.FlagSet, o *bench.TableOptions, sizeUsage string) (setSeed func() error) {
+	fs.IntVar(&o.TableSize, "table-size", o.TableSize, sizeUsage)
+	fs.Var(stringValue[bench.Layout]{&o.Layout}, "cf-layout", "column families: shared | per-table | per-index")
+	fs.Var(stringValue[bench.Storage]{&o.Storage}, "storage", "mem (in-memory Pebble, like /dev/shm) | disk")
+	fs.StringVar(&o.Dir, "dir", o.Dir, "parent directory of disk tables (default the system temp dir)")
+	fs.BoolVar(&o.Sync, "sync", o.Sync, "commits fsync the WAL (default NoSync, as the RocksDB anchor)")
+	fs.Var(durationValue{&o.LockTimeout}, "lock-timeout", "lock-wait timeout (Go duration or seconds)")
+	seed := int64(o.Seed)
+	fs.Int64Var(&seed, "seed", seed, "random seed")
+	return func() error {
+		if seed < 1 {
+			return fmt.Errorf("seed %d: must be at least 1", seed)
+		}
+		o.Seed = uint64(seed)
+		return nil
+	}
 }
 
-// throttleFlags registers the throttling and digest flags.
-func throttleFlags(fs *flag.FlagSet, delay *time.Duration, rules *[]bench.DelayRule, digests *bool) {
-	fs.Var(durationValue{delay}, "delay", "delay every statement by this much (ProxySQL mysql-default_query_delay; Go duration or seconds)")
-	fs.Var(delayRulesValue{rules}, "delay-rule", "DIGEST=DURATION: delay statements with this digest id (0x...) or text (repeatable; bare number = ms)")
-	fs.BoolVar(digests, "digest-stats", false, "print per-digest statistics (count, sum/min/max time, rows)")
+// throttleFlags registers the flags of bench.ThrottleOptions.
+func throttleFlags(fs *flag.FlagSet, o *bench.ThrottleOptions) {
+	fs.Var(durationValue{&o.Delay}, "delay", "delay every statement by this much (ProxySQL mysql-default_query_delay; Go duration or seconds)")
+	fs.Var(delayRulesValue{&o.DelayRules}, "delay-rule", "DIGEST=DURATION: delay statements with this digest id (0x...) or text (repeatable; bare number = ms)")
+	fs.BoolVar(&o.DigestStats, "digest-stats", o.DigestStats, "print per-digest statistics (count, sum/min/max time, rows)")
 }

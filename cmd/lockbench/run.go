@@ -36,25 +36,18 @@ func parseRun(args []string, stderr io.Writer) (bench.Options, runFlags, error) 
 		fmt.Fprintf(stderr, "usage: lockbench run [flags]\n\nsysbench's OLTP workloads on the sbtest table, each lock kind at each thread count in\nmirrored order (point, range, range, point per pair), each run on a fresh table.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	o.Workload = bench.OLTPWriteOnly
+	o.EnsureDefaults() // the flags' defaults
 	fs.Var(stringValue[bench.Workload]{&o.Workload}, "workload", "oltp_write_only | oltp_update_non_index | oltp_read_write | oltp_point_select")
-	o.Locks = append(o.Locks, bench.DefaultLocks...)
 	fs.Var(lockListValue{&o.Locks}, "lock", "lock kinds to compare, the first is the ratios' baseline: point,range,table,none")
-	o.Threads = append(o.Threads, bench.DefaultThreads...)
 	fs.Var(intListValue{&o.Threads}, "threads", "thread counts")
-	o.Time = bench.DefaultTime
 	fs.Var(durationValue{&o.Time}, "time", "time per run (Go duration or seconds; 0 = until --events)")
-	fs.Int64Var(&o.Events, "events", 0, "stop each run after this many events (0 = no limit)")
-	fs.IntVar(&o.TableSize, "table-size", bench.DefaultTableSize, "rows per table")
-	fs.IntVar(&o.Tables, "tables", bench.DefaultTables, "number of tables")
-	o.Layout, o.Storage, o.LockTimeout = bench.LayoutShared, bench.StorageMem, bench.DefaultLockTimeout
-	tableFlags(fs, &o.Layout, &o.Storage, &o.Dir, &o.Sync, &o.LockTimeout)
-	fs.BoolVar(&o.NoSK, "no-sk", false, "drop the secondary index on k")
+	fs.Int64Var(&o.Events, "events", o.Events, "stop each run after this many events (0 = no limit)")
+	fs.IntVar(&o.Tables, "tables", o.Tables, "number of tables")
+	fs.BoolVar(&o.NoSK, "no-sk", o.NoSK, "drop the secondary index on k")
+	setSeed := tableFlags(fs, &o.TableOptions, "rows per table")
 	fs.Var(durationValue{&o.ReportInterval}, "report-interval", "print intermediate reports this often (Go duration or seconds; 0 = none)")
-	fs.IntVar(&o.Pairs, "pairs", bench.DefaultPairs, "mirrored pairs per thread count (each lock kind runs 2*pairs times)")
-	throttleFlags(fs, &o.Delay, &o.DelayRules, &o.DigestStats)
-	var seed int64 = bench.DefaultSeed
-	fs.Int64Var(&seed, "seed", bench.DefaultSeed, "random seed")
+	fs.IntVar(&o.Pairs, "pairs", o.Pairs, "mirrored pairs per thread count (each lock kind runs 2*pairs times)")
+	throttleFlags(fs, &o.ThrottleOptions)
 	f.format = "table"
 	fs.Var(choiceValue{&f.format, []string{"table", "csv", "json"}}, "format", "output: table | csv | json (csv and json print nothing else on stdout)")
 	fs.StringVar(&f.plot, "plot", "", "write QPS against threads, one line per lock kind, to this file (.png, .svg, .pdf)")
@@ -65,10 +58,9 @@ func parseRun(args []string, stderr io.Writer) (bench.Options, runFlags, error) 
 	if err := parse(fs, args); err != nil {
 		return o, f, err
 	}
-	if seed < 1 {
-		return o, f, usageErr(stderr, "run", fmt.Errorf("seed %d: must be at least 1", seed))
+	if err := setSeed(); err != nil {
+		return o, f, usageErr(stderr, "run", err)
 	}
-	o.Seed = uint64(seed)
 	if f.overhead < 0 {
 		return o, f, usageErr(stderr, "run", fmt.Errorf("driver-overhead %v is negative", f.overhead))
 	}

@@ -20,30 +20,23 @@ func slapCmd(ctx context.Context, args []string, stdout, stderr io.Writer, open 
 		fmt.Fprintf(stderr, "usage: lockbench slap [flags]\n\nmysqlslap's analog: for each lock kind and concurrency, --iterations times, a fresh table\nand N clients running --number-of-queries/N autocommit statements. Deadlock victims and\ntimed-out statements are retried, as an application would.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
-	o.Concurrency = append(o.Concurrency, bench.DefaultSlapConcurrency...)
+	o.EnsureDefaults() // the flags' defaults
 	fs.Var(intListValue{&o.Concurrency}, "concurrency", "client counts (mysqlslap -c)")
-	fs.IntVar(&o.Iterations, "iterations", bench.DefaultSlapIterations, "iterations per lock kind and concurrency (mysqlslap -i)")
-	o.Locks = []bench.LockKind{bench.LockNone, bench.LockTable, bench.LockPoint, bench.LockRange}
+	fs.IntVar(&o.Iterations, "iterations", o.Iterations, "iterations per lock kind and concurrency (mysqlslap -i)")
 	fs.Var(lockListValue{&o.Locks}, "lock", "lock kinds (the seed's engines: none=blackhole, table=MyISAM, point=InnoDB; and range)")
-	o.LoadType = bench.LoadMixed
 	fs.Var(stringValue[bench.LoadType]{&o.LoadType}, "load-type", "mixed | update | write | key | read (mysqlslap --auto-generate-sql-load-type)")
-	fs.IntVar(&o.AutoIncMode, "autoinc-mode", 0, "innodb_autoinc_lock_mode: 0 table AUTO-INC lock to end of statement, 1 consecutive, 2 interleaved")
-	fs.IntVar(&o.NumberOfQueries, "number-of-queries", bench.DefaultSlapQueries, "total statements, split across the clients")
-	fs.IntVar(&o.TableSize, "table-size", bench.DefaultSlapTableSize, "rows loaded before the clients start")
-	o.Layout, o.Storage, o.LockTimeout = bench.LayoutShared, bench.StorageMem, bench.DefaultLockTimeout
-	tableFlags(fs, &o.Layout, &o.Storage, &o.Dir, &o.Sync, &o.LockTimeout)
-	throttleFlags(fs, &o.Delay, &o.DelayRules, &o.DigestStats)
-	var seed int64 = bench.DefaultSeed
-	fs.Int64Var(&seed, "seed", bench.DefaultSeed, "random seed")
+	fs.IntVar(&o.AutoIncMode, "autoinc-mode", o.AutoIncMode, "innodb_autoinc_lock_mode: 0 table AUTO-INC lock to end of statement, 1 consecutive, 2 interleaved")
+	fs.IntVar(&o.NumberOfQueries, "number-of-queries", o.NumberOfQueries, "total statements, split across the clients")
+	setSeed := tableFlags(fs, &o.TableOptions, "rows loaded before the clients start")
+	throttleFlags(fs, &o.ThrottleOptions)
 	format := "table"
 	fs.Var(choiceValue{&format, []string{"table", "csv", "json"}}, "format", "output: table | csv | json")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if seed < 1 {
-		return usageErr(stderr, "slap", fmt.Errorf("seed %d: must be at least 1", seed))
+	if err := setSeed(); err != nil {
+		return usageErr(stderr, "slap", err)
 	}
-	o.Seed = uint64(seed)
 	if err := o.Validate(); err != nil {
 		return usageErr(stderr, "slap", err)
 	}
