@@ -191,33 +191,17 @@ func (dt delayTable) delay(k StmtKind, table int) time.Duration {
 
 // digestCell accumulates one digest's statistics in one thread.
 type digestCell struct {
-	count         uint64
-	sum, min, max time.Duration
-	rows          uint64
+	durationStats
+	rows uint64
 }
 
 func (c *digestCell) add(d time.Duration, rows int) {
-	if c.count == 0 || d < c.min {
-		c.min = d
-	}
-	if d > c.max {
-		c.max = d
-	}
-	c.count++
-	c.sum += d
+	c.durationStats.add(d)
 	c.rows += uint64(max(rows, 0))
 }
 
 func (c *digestCell) merge(o digestCell) {
-	if o.count == 0 {
-		return
-	}
-	if c.count == 0 || o.min < c.min {
-		c.min = o.min
-	}
-	c.max = max(c.max, o.max)
-	c.count += o.count
-	c.sum += o.sum
+	c.durationStats.merge(o.durationStats)
 	c.rows += o.rows
 }
 
@@ -253,11 +237,11 @@ func (s digestStats) rows() []DigestStat {
 	for t := range s {
 		for k := range numStmtKinds {
 			c := s[t][k]
-			if c.count == 0 {
+			if c.n == 0 {
 				continue
 			}
 			d := Digest{Kind: k, Table: t}
-			out = append(out, DigestStat{Digest: d.ID(), Text: d.Text(), Count: c.count, Sum: c.sum, Min: c.min, Max: c.max, Rows: c.rows})
+			out = append(out, DigestStat{Digest: d.ID(), Text: d.Text(), Count: c.n, Sum: c.sum, Min: c.min, Max: c.max, Rows: c.rows})
 		}
 	}
 	slices.SortFunc(out, func(a, b DigestStat) int {

@@ -10,9 +10,44 @@ import (
 // value wide). Min, max and sum are exact. Not safe for concurrent use:
 // each driver thread has its own, merged after the run.
 type histogram struct {
-	counts        [histBuckets]uint64
+	durationStats
+	counts [histBuckets]uint64
+}
+
+// durationStats are the exact count, sum, min and max of durations: what a
+// histogram, a digest's statistics and a slap's iterations keep.
+type durationStats struct {
 	n             uint64
 	sum, min, max time.Duration
+}
+
+func (s *durationStats) add(d time.Duration) {
+	if s.n == 0 || d < s.min {
+		s.min = d
+	}
+	s.max = max(s.max, d)
+	s.n++
+	s.sum += d
+}
+
+func (s *durationStats) merge(o durationStats) {
+	if o.n == 0 {
+		return
+	}
+	if s.n == 0 || o.min < s.min {
+		s.min = o.min
+	}
+	s.max = max(s.max, o.max)
+	s.n += o.n
+	s.sum += o.sum
+}
+
+// mean is 0 when there is nothing.
+func (s *durationStats) mean() time.Duration {
+	if s.n == 0 {
+		return 0
+	}
+	return s.sum / time.Duration(s.n)
 }
 
 const (
@@ -43,12 +78,7 @@ func (h *histogram) add(d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
-	if h.n == 0 || d < h.min {
-		h.min = d
-	}
-	h.max = max(h.max, d)
-	h.n++
-	h.sum += d
+	h.durationStats.add(d)
 	h.counts[histIndex(uint64(d))]++
 }
 
@@ -56,12 +86,7 @@ func (h *histogram) merge(o *histogram) {
 	if o.n == 0 {
 		return
 	}
-	if h.n == 0 || o.min < h.min {
-		h.min = o.min
-	}
-	h.max = max(h.max, o.max)
-	h.n += o.n
-	h.sum += o.sum
+	h.durationStats.merge(o.durationStats)
 	for i, c := range o.counts {
 		h.counts[i] += c
 	}
@@ -85,11 +110,4 @@ func (h *histogram) quantile(q float64) time.Duration {
 		}
 	}
 	return h.max
-}
-
-func (h *histogram) mean() time.Duration {
-	if h.n == 0 {
-		return 0
-	}
-	return h.sum / time.Duration(h.n)
 }

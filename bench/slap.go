@@ -218,7 +218,7 @@ func slapCell(ctx context.Context, open Opener, o SlapOptions, delays delayTable
 	}
 	cfg := o.tableConfig(lock)
 	cfg.AutoIncMode = o.AutoIncMode
-	var total time.Duration
+	var times durationStats
 	for it := range o.Iterations {
 		db, err := open(ctx, cfg)
 		if err != nil {
@@ -231,13 +231,9 @@ func slapCell(ctx context.Context, open Opener, o SlapOptions, delays delayTable
 		if err != nil {
 			return nil, err
 		}
-		total += d
-		if it == 0 || d < r.Min {
-			r.Min = d
-		}
-		r.Max = max(r.Max, d)
+		times.add(d)
 	}
-	r.Avg = total / time.Duration(o.Iterations)
+	r.Avg, r.Min, r.Max = times.mean(), times.min, times.max
 	if digests != nil {
 		r.Digests = digests.rows()
 	}
