@@ -8,12 +8,14 @@
 // # Layout
 //
 // Each column family is split into S stripes (Options.Stripes). A stripe is
-// a mutex, the point locks of the keys that hash to it (a B-tree of keys
-// with their holders, and each transaction's list of them), a
+// a mutex, the point locks of the keys that hash to it (a hash table of
+// keys with their holders, internal/keytable as in pointlock; an ordered
+// index of them only while the family has wide activity; and each
+// transaction's list of them), a
 // locktree.Tree with a copy of every wide lock of the family, the queues of
 // the point requests waiting in it, and its counters:
 //
-//	point [k, k]  ──hash(k) % S──▶ one stripe's point B-tree
+//	point [k, k]  ──hash(k) % S──▶ one stripe's point table
 //	wide  (any other range)     ──▶ every stripe's locktree (a copy in each)
 //
 //	 family (cf 1)
@@ -33,14 +35,27 @@
 // 36% of the throughput at 100 threads).
 //
 // Points stay out of the locktree because a point needs none of its
-// segment rewriting: a fresh point is one B-tree descent, and with nothing
-// wide in the family a point request never touches the locktree at all.
-// Where a transaction holds a key both as a point and inside a wide range,
-// both records stand; Unlock releases the key from both. (The points are
-// ordered because wide requests and escalation scan them by range; the
-// price is O(log n) per point for n points held in a stripe, where a hash
-// table would be O(1). A hash table plus an ordered index built only while
-// the family has wide locks is the next step if large lock tables show it.)
+// segment rewriting: a fresh point is one probe of the stripe's hash table
+// (one key hash per request picks both the stripe, from its low bits, and
+// the slot, from its high bits), and with nothing wide in the family a
+// point request never touches the locktree at all. Where a transaction
+// holds a key both as a point and inside a wide range, both records stand;
+// Unlock releases the key from both.
+//
+// # The lazy ordered index
+//
+// Wide requests and escalation need a stripe's points in key order; point
+// requests never do. So the order is kept only while the family has wide
+// activity: a wide lock held (the locktrees are not empty) or a wide
+// request waiting. Both change only with every stripe mutex held, so any
+// one stripe mutex suffices to read them. A wide request (and escalation)
+// takes every stripe mutex and, if the index is missing, builds each
+// stripe's B-tree of points from its hash table (O(n)); while it exists,
+// point inserts and deletes keep both; unlockStripes, the end of every
+// every-stripe section, drops the indexes once the activity is gone. A
+// points-only workload therefore never touches a B-tree of points, and
+// Status scans the tables. A scan by range without the index (never needed
+// for correctness, only for order) falls back to a scan of the table.
 //
 // # Lock order
 //

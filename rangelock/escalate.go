@@ -24,6 +24,7 @@ func (f *family) escalate() {
 	if f.dead != nil {
 		return
 	}
+	f.orderPointsLocked() // mayJoinLocked scans points by range
 	f.escalations++
 	merged := false
 	for _, txn := range f.m.txns.inFamily(f) {
@@ -70,7 +71,7 @@ func (f *family) exclusiveRunsLocked(txn txnlock.TxnID) [][]txnlock.Range {
 		}
 		for _, pl := range sp.tp.locks {
 			if pl.modeOf(txn) == txnlock.Exclusive {
-				xs = append(xs, txnlock.Point(pl.key))
+				xs = append(xs, txnlock.Point(pl.key()))
 			}
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/btree"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/locktree"
 )
@@ -44,9 +45,14 @@ type stripe struct {
 	// mu guards every other field of the stripe.
 	mu sync.Mutex
 	// points are the point locks of keys that hash to the stripe (see
-	// points.go).
-	points   *btree.BTreeG[*pointLock]
-	probe    pointLock    // search key for points
+	// points.go), by key hash.
+	points keytable.Table[pointLock]
+	// ordered indexes points by key while the family has wide activity
+	// (family.orderPointsLocked); nil otherwise. It is set and dropped
+	// with every stripe held, so one stripe mutex suffices to read
+	// whether it is there.
+	ordered  *btree.BTreeG[*pointLock]
+	probe    pointLock    // search key for ordered
 	free     []*pointLock // recycled pointLocks
 	freeTxns []*txnPoints // recycled txnPoints
 	// lastTxn's entry for this stripe is lastSP: a transaction that
@@ -83,7 +89,6 @@ func newFamily(m *Manager, cf txnlock.ColumnFamily) *family {
 		s := &f.stripes[i]
 		s.f, s.idx = f, i
 		s.tree = locktree.New()
-		s.initPoints()
 	}
 	return f
 }
@@ -95,10 +100,38 @@ func (f *family) lockStripes() {
 	}
 }
 
-// unlockStripes releases what lockStripes took.
+// unlockStripes releases what lockStripes took, first dropping the
+// ordered indexes of points if the family no longer needs them.
 func (f *family) unlockStripes() {
+	if f.stripes[0].ordered != nil && !f.wideActiveLocked() {
+		for i := range f.stripes {
+			f.stripes[i].ordered = nil
+		}
+	}
 	for i := range f.stripes {
 		f.stripes[i].mu.Unlock()
+	}
+}
+
+// wideActiveLocked reports whether the family has wide activity: a wide
+// lock held (the locktrees are not empty) or a wide request waiting. Both
+// change only with every stripe held, so any one stripe suffices to read
+// it. While it holds, every stripe keeps an ordered index of its points.
+func (f *family) wideActiveLocked() bool {
+	return f.wide.Len() > 0 || f.stripes[0].tree.Len() > 0
+}
+
+// orderPointsLocked builds each stripe's ordered index of points, if it
+// is not there: wide requests and escalation call it before they scan
+// points by range. unlockStripes drops the indexes again once the family
+// has no wide activity left, so a points-only workload never touches a
+// B-tree of points. Every stripe is held.
+func (f *family) orderPointsLocked() {
+	if f.stripes[0].ordered != nil {
+		return
+	}
+	for i := range f.stripes {
+		f.stripes[i].buildOrderedLocked()
 	}
 }
 

@@ -43,7 +43,7 @@ func (f *family) countersLocked(q *request) *lockwait.Counters {
 func (f *family) coveredLocked(q *request, mode txnlock.Mode) bool {
 	if q.point() {
 		s := &f.stripes[q.stripe]
-		if s.pointGetLocked(q.key).modeOf(q.txn).Covers(mode) {
+		if s.pointGetLocked(q.h, q.key).modeOf(q.txn).Covers(mode) {
 			return true
 		}
 		return s.tree.Len() > 0 && s.tree.Covered(q.txn, q.r, mode)
@@ -65,6 +65,9 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 			f.unlockReqLocks(q)
 			return nil, err
 		}
+		if !q.point() {
+			f.orderPointsLocked() // blockersLocked scans points by range
+		}
 		if q.point() {
 			s := &f.stripes[q.stripe]
 			q.tp = s.txnPointsLocked(q.txn)
@@ -73,7 +76,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 			// waiter in the stripe.
 			if f.wide.Len() == 0 && !s.hasWaitersLocked() &&
 				(s.tree.Len() == 0 || (!s.tree.HasConflict(q.txn, q.r, q.mode) && !s.tree.Covered(q.txn, q.r, q.mode))) &&
-				m.mem.fitsLocked(f, q) && s.insertFreshPointLocked(q.txn, q.tp, q.key, q.mode) {
+				m.mem.fitsLocked(f, q) && s.insertFreshPointLocked(q.txn, q.tp, q.h, q.key, q.mode) {
 				s.counters.Acquired++
 				s.syncMemLocked(&m.mem)
 				s.mu.Unlock()
@@ -147,7 +150,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 func (f *family) acquireLocked(q *request) {
 	if q.point() {
 		s := &f.stripes[q.stripe]
-		s.acquirePointLocked(q.txn, q.tp, q.key, q.mode)
+		s.acquirePointLocked(q.txn, q.tp, q.h, q.key, q.mode)
 		s.counters.Acquired++
 		s.syncMemLocked(&f.m.mem)
 		return

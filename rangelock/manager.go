@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/keytable"
 )
 
 // Manager is the range lock manager (txnlock.Manager). It is safe for
@@ -18,8 +19,9 @@ type Manager struct {
 	opts  Options
 	det   txnlock.Detector // nil: no deadlock detection
 	clock txnlock.Clock
-	seed  uint64 // hashes point keys to stripes (see stripeOf)
-	mask  uint64 // Stripes - 1
+	kh    keytable.Hash // hashes point keys (see hashKey)
+	seed  uint64        // hashes point keys to stripes with Options.fixedHash (see stripeOf)
+	mask  uint64        // Stripes - 1
 
 	closed atomic.Bool
 	// fams is the column family registry, copied on write so that the hot
@@ -49,6 +51,7 @@ func New(opts Options) (*Manager, error) {
 		det:   opts.Detector,
 		clock: opts.Clock,
 		seed:  rand.Uint64(),
+		kh:    keytable.NewHash(),
 		mask:  uint64(opts.Stripes - 1),
 	}
 	if opts.fixedHash {
@@ -78,6 +81,18 @@ func (m *Manager) family(cf txnlock.ColumnFamily) (*family, error) {
 		return nil, txnlock.ErrUnknownColumnFamily
 	}
 	return f, nil
+}
+
+// hashKey returns the hash of point key k (its place in a stripe's table,
+// from the high bits) and its stripe (from the low bits; with the test
+// option fixedHash, from stripeOf, the same in every run). One hash per
+// request serves both.
+func (m *Manager) hashKey(k []byte) (uint64, int) {
+	h := keytable.Sum(&m.kh, k)
+	if m.opts.fixedHash {
+		return h, m.stripeOf(k)
+	}
+	return h, int(h & m.mask)
 }
 
 // stripeOf returns the stripe index of point key k: a seeded
@@ -116,7 +131,8 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	}
 	q := request{txn: req.Txn, r: req.Range, mode: req.Mode, stripe: wideStripe}
 	if point {
-		q.key, q.stripe = k, m.stripeOf(k)
+		q.key = k
+		q.h, q.stripe = m.hashKey(k)
 	}
 	blockers, err := f.lock(ctx, &q, timeout)
 	if err != nil {

@@ -6,23 +6,31 @@ import (
 
 	"github.com/google/btree"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/keytable"
 )
 
 // Point locks [k, k] do not go through the locktree: a stripe keeps them in
-// its own B-tree of pointLocks ordered by key (exact lookups for point
-// requests, range scans for wide ones), and each transaction has a list of
-// its pointLocks per stripe (a txnPoints, found through the transaction
-// table) so that releasing all of them costs what it holds. A locktree
-// segment costs a general rewrite; a point needs none of it, and engines
-// take mostly point locks.
+// a hash table (keytable.Table, shared with pointlock) for exact lookups,
+// and, only while the family has wide activity, in an ordered index too (a
+// B-tree, for the range scans of wide requests and escalation; see
+// family.orderPointsLocked). Each transaction has a list of its pointLocks
+// per stripe (a txnPoints, found through the transaction table) so that
+// releasing all of them costs what it holds. A locktree segment costs a
+// general rewrite; a point needs none of it, and engines take mostly point
+// locks.
 
 // pointLock is a held point lock: its key and its holders (one, or several
 // Shared). Guarded by its stripe's mutex.
 type pointLock struct {
-	key     []byte      // owned copy
-	holders []pointHold // in grant order; inline[:1] for the usual one holder
-	inline  [1]pointHold
+	keytable.Entry             // the key, owned; first, as keytable.Table requires
+	h              uint64      // the key's hash, its place in the table
+	holders        []pointHold // in grant order; inline[:1] for the usual one holder
+	inline         [1]pointHold
 }
+
+// key returns the key as bytes over the lock's own buffer: valid, and not
+// to be modified, while the lock is held (copy it to keep it).
+func (pl *pointLock) key() []byte { return pl.KeyBytes() }
 
 // pointHold is one holder of a pointLock. slot is the lock's index in
 // tp.locks, the holder's list in the stripe.
@@ -39,11 +47,11 @@ type txnPoints struct {
 	locks []*pointLock
 }
 
-func pointLess(a, b *pointLock) bool { return bytes.Compare(a.key, b.key) < 0 }
+func pointLess(a, b *pointLock) bool { return a.Key() < b.Key() }
 
 // Memory of point locks, counted like the locktree counts its segments.
 var (
-	pointLockBytes = int64(unsafe.Sizeof(pointLock{})) + 16 // + B-tree slot
+	pointLockBytes = int64(unsafe.Sizeof(pointLock{})) + 24 // + table slots (16 bytes at a load of about 2/3)
 	holdBytes      = int64(unsafe.Sizeof(pointHold{})) + 8  // + slot in txnPoints.locks
 )
 
@@ -52,18 +60,9 @@ func keyBytes(n int) int64 { return (int64(n) + 7) &^ 7 }
 // maxFreePoints bounds a stripe's free list of pointLocks.
 const maxFreePoints = 32
 
-func (s *stripe) initPoints() {
-	s.points = btree.NewG(16, pointLess)
-}
-
-// pointGetLocked returns the pointLock of key, or nil.
-func (s *stripe) pointGetLocked(key []byte) *pointLock {
-	if s.points.Len() == 0 {
-		return nil
-	}
-	s.probe.key = key
-	pl, _ := s.points.Get(&s.probe)
-	s.probe.key = nil
+// pointGetLocked returns the pointLock of key (hash h), or nil.
+func (s *stripe) pointGetLocked(h uint64, key []byte) *pointLock {
+	pl, _ := s.points.Find(h, key)
 	return pl
 }
 
@@ -112,32 +111,50 @@ func (pl *pointLock) hasConflictOrNil(txn txnlock.TxnID, mode txnlock.Mode) bool
 	return false
 }
 
-// ascendPointsLocked calls fn for every pointLock of s with its key in r,
-// in key order, until fn returns false. fn must not change s.points.
+// ascendPointsLocked calls fn for every pointLock of s with its key in r
+// until fn returns false: in key order through the ordered index if s has
+// one, else (a status or a caller that does not need the order) by a scan
+// of the table. fn must not change s.points.
 func (s *stripe) ascendPointsLocked(r txnlock.Range, fn func(pl *pointLock) bool) {
 	if s.points.Len() == 0 {
 		return
 	}
-	s.probe.key = r.Start().Key()
-	s.points.AscendGreaterOrEqual(&s.probe, func(pl *pointLock) bool {
-		if txnlock.Point(pl.key).Start().Compare(r.End()) >= 0 {
+	if s.ordered == nil {
+		s.points.All(func(_ uint64, pl *pointLock) bool {
+			return !r.Contains(pl.key()) || fn(pl)
+		})
+		return
+	}
+	start := r.Start().Key()
+	s.probe.SetProbe(unsafe.String(unsafe.SliceData(start), len(start)))
+	s.ordered.AscendGreaterOrEqual(&s.probe, func(pl *pointLock) bool {
+		if txnlock.Point(pl.key()).Start().Compare(r.End()) >= 0 {
 			return false
 		}
-		if !r.Contains(pl.key) {
+		if !r.Contains(pl.key()) {
 			return true
 		}
 		return fn(pl)
 	})
-	s.probe.key = nil
+	s.probe.SetProbe("")
 }
 
-// acquirePointLocked records that txn, whose list in s is tp, holds key in
-// mode (the stronger mode wins if it holds key already).
-func (s *stripe) acquirePointLocked(txn txnlock.TxnID, tp *txnPoints, key []byte, mode txnlock.Mode) {
-	pl := s.pointGetLocked(key)
+// buildOrderedLocked builds the ordered index of s's points.
+func (s *stripe) buildOrderedLocked() {
+	s.ordered = btree.NewG(16, pointLess)
+	s.points.All(func(_ uint64, pl *pointLock) bool {
+		s.ordered.ReplaceOrInsert(pl)
+		return true
+	})
+}
+
+// acquirePointLocked records that txn, whose list in s is tp, holds key
+// (hash h) in mode (the stronger mode wins if it holds key already).
+func (s *stripe) acquirePointLocked(txn txnlock.TxnID, tp *txnPoints, h uint64, key []byte, mode txnlock.Mode) {
+	pl, pos := s.points.Find(h, key)
 	if pl == nil {
-		pl = s.newPointLockLocked(key)
-		s.points.ReplaceOrInsert(pl)
+		pl = s.newPointLockLocked(h, key)
+		s.insertPointLocked(pos, pl)
 	} else if i := pl.holderIndex(txn); i >= 0 {
 		pl.holders[i].mode = pl.holders[i].mode.Max(mode)
 		return
@@ -145,17 +162,27 @@ func (s *stripe) acquirePointLocked(txn txnlock.TxnID, tp *txnPoints, key []byte
 	s.addHoldLocked(pl, txn, tp, mode)
 }
 
-// insertFreshPointLocked records that txn holds key in mode if nobody
-// holds key yet, with one B-tree descent, and reports whether it did.
-func (s *stripe) insertFreshPointLocked(txn txnlock.TxnID, tp *txnPoints, key []byte, mode txnlock.Mode) bool {
-	pl := s.newPointLockLocked(key)
-	if old, ok := s.points.ReplaceOrInsert(pl); ok {
-		s.points.ReplaceOrInsert(old) // rare: the key is held
-		s.freePointLockLocked(pl)
-		return false
+// insertFreshPointLocked records that txn holds key (hash h) in mode if
+// nobody holds key yet, with one probe of the table, and reports whether
+// it did.
+func (s *stripe) insertFreshPointLocked(txn txnlock.TxnID, tp *txnPoints, h uint64, key []byte, mode txnlock.Mode) bool {
+	pl, pos := s.points.Find(h, key)
+	if pl != nil {
+		return false // the key is held
 	}
+	pl = s.newPointLockLocked(h, key)
+	s.insertPointLocked(pos, pl)
 	s.addHoldLocked(pl, txn, tp, mode)
 	return true
+}
+
+// insertPointLocked puts pl in the table at pos (from Find) and in the
+// ordered index if s keeps one.
+func (s *stripe) insertPointLocked(pos int, pl *pointLock) {
+	s.points.InsertAt(pos, pl.h, pl)
+	if s.ordered != nil {
+		s.ordered.ReplaceOrInsert(pl)
+	}
 }
 
 // addHoldLocked adds txn, whose list in s is tp, as a holder of pl (which
@@ -209,9 +236,9 @@ func (s *stripe) freeTxnPointsLocked(tp *txnPoints) {
 	}
 }
 
-// newPointLockLocked returns an empty pointLock holding a copy of key,
-// from the free list if it can.
-func (s *stripe) newPointLockLocked(key []byte) *pointLock {
+// newPointLockLocked returns an empty pointLock holding a copy of key
+// (hash h), from the free list if it can.
+func (s *stripe) newPointLockLocked(h uint64, key []byte) *pointLock {
 	var pl *pointLock
 	if n := len(s.free); n > 0 {
 		pl = s.free[n-1]
@@ -220,37 +247,25 @@ func (s *stripe) newPointLockLocked(key []byte) *pointLock {
 	} else {
 		pl = &pointLock{}
 	}
-	pl.key = append(pl.key[:0], key...)
+	pl.SetKey(key)
+	pl.h = h
 	pl.holders = pl.inline[:0]
-	s.pointMem += pointLockBytes + keyBytes(cap(pl.key))
+	s.pointMem += pointLockBytes + keyBytes(len(key))
 	return pl
 }
 
-// releasePointLocked removes txn from the holders of key. It reports
-// whether txn held key.
-func (s *stripe) releasePointLocked(txn txnlock.TxnID, key []byte) bool {
-	if s.points.Len() == 0 {
-		return false
-	}
-	// One descent in the usual case: take the lock out of the tree, put
-	// it back if txn does not hold it or others still do.
-	s.probe.key = key
-	pl, ok := s.points.Delete(&s.probe)
-	s.probe.key = nil
-	if !ok {
+// releasePointLocked removes txn from the holders of key (hash h). It
+// reports whether txn held key.
+func (s *stripe) releasePointLocked(txn txnlock.TxnID, h uint64, key []byte) bool {
+	pl := s.pointGetLocked(h, key)
+	if pl == nil {
 		return false
 	}
 	i := pl.holderIndex(txn)
-	if i < 0 || len(pl.holders) > 1 {
-		s.points.ReplaceOrInsert(pl)
-		if i < 0 {
-			return false
-		}
-		s.dropHoldLocked(pl, i)
-		return true
+	if i < 0 {
+		return false
 	}
-	s.unlinkHoldLocked(pl, i)
-	s.freePointLockLocked(pl)
+	s.dropHoldLocked(pl, i)
 	return true
 }
 
@@ -259,7 +274,10 @@ func (s *stripe) releasePointLocked(txn txnlock.TxnID, key []byte) bool {
 // txnPoints stays, possibly empty, until releaseAllPointsLocked.
 func (s *stripe) dropHoldLocked(pl *pointLock, i int) {
 	if s.unlinkHoldLocked(pl, i) {
-		s.points.Delete(pl)
+		s.points.Remove(pl.h, pl)
+		if s.ordered != nil {
+			s.ordered.Delete(pl)
+		}
 		s.freePointLockLocked(pl)
 	}
 }
@@ -286,8 +304,8 @@ func (s *stripe) unlinkHoldLocked(pl *pointLock, i int) bool {
 // freePointLockLocked takes pl, no longer in s.points, out of the memory
 // count and keeps it for reuse.
 func (s *stripe) freePointLockLocked(pl *pointLock) {
-	s.pointMem -= pointLockBytes + keyBytes(cap(pl.key))
-	if len(s.free) < maxFreePoints && cap(pl.key) <= 64 {
+	s.pointMem -= pointLockBytes + keyBytes(len(pl.Key()))
+	if len(s.free) < maxFreePoints && len(pl.Key()) <= 64 {
 		pl.holders = nil
 		s.free = append(s.free, pl)
 	}
@@ -308,7 +326,7 @@ func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel
 	for len(tp.locks) > 0 {
 		pl := tp.locks[len(tp.locks)-1]
 		if rel != nil {
-			*rel = append(*rel, txnlock.Point(bytes.Clone(pl.key)))
+			*rel = append(*rel, txnlock.Point(bytes.Clone(pl.key())))
 		}
 		s.dropHoldLocked(pl, pl.holderIndex(txn))
 	}
@@ -318,7 +336,8 @@ func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel
 
 // resetPointsLocked forgets every point lock of s (Close).
 func (s *stripe) resetPointsLocked() {
-	s.initPoints()
+	s.points.Reset()
+	s.ordered = nil
 	s.free, s.freeTxns = nil, nil
 	s.lastTxn, s.lastSP = 0, nil
 	s.pointMem = 0
@@ -329,7 +348,7 @@ func (s *stripe) resetPointsLocked() {
 func (s *stripe) releasePointsInLocked(txn txnlock.TxnID, tp *txnPoints, r txnlock.Range) {
 	var in []*pointLock
 	for _, pl := range tp.locks {
-		if r.Contains(pl.key) {
+		if r.Contains(pl.key()) {
 			in = append(in, pl)
 		}
 	}

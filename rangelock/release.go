@@ -9,7 +9,8 @@ import (
 // unlock releases r of txn (Manager.Unlock); r is [k, k] if point.
 func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool) error {
 	if point {
-		s := &f.stripes[f.m.stripeOf(k)]
+		h, si := f.m.hashKey(k)
+		s := &f.stripes[si]
 		s.mu.Lock()
 		if f.dead != nil {
 			err := f.dead
@@ -21,7 +22,7 @@ func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool
 		// table marks txn wide before it can acquire a wide lock:
 		// before a wide request runs, or under escalation's locks.)
 		if !f.wideSeen || !f.m.txns.hasWide(txn, f) {
-			if !s.releasePointLocked(txn, k) {
+			if !s.releasePointLocked(txn, h, k) {
 				s.mu.Unlock()
 				return txnlock.ErrNotHeld
 			}
@@ -68,8 +69,8 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 		return true
 	})
 	type heldPoint struct {
-		s   *stripe
-		key []byte
+		s  *stripe
+		pl *pointLock
 	}
 	var points []heldPoint
 	union = append(union, wide...)
@@ -79,9 +80,9 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 			continue
 		}
 		for _, pl := range sp.tp.locks {
-			if r.Contains(pl.key) {
-				points = append(points, heldPoint{s, pl.key})
-				union = append(union, txnlock.Point(pl.key))
+			if r.Contains(pl.key()) {
+				points = append(points, heldPoint{s, pl})
+				union = append(union, txnlock.Point(pl.key()))
 			}
 		}
 	}
@@ -97,7 +98,7 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 		}
 	}
 	for _, p := range points {
-		p.s.releasePointLocked(txn, p.key) // p.key is recycled from here on
+		p.s.dropHoldLocked(p.pl, p.pl.holderIndex(txn)) // p.pl may be recycled from here on
 	}
 	for i := range f.stripes {
 		f.stripes[i].syncMemLocked(&f.m.mem)

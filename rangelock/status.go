@@ -65,8 +65,8 @@ func (f *family) heldLocked() []txnlock.LockStatus {
 		return true
 	})
 	for i := range f.stripes {
-		f.stripes[i].points.Ascend(func(pl *pointLock) bool {
-			r := txnlock.Point(bytes.Clone(pl.key))
+		f.stripes[i].points.All(func(_ uint64, pl *pointLock) bool {
+			r := txnlock.Point(bytes.Clone(pl.key()))
 			for _, h := range pl.holders {
 				add(h.txn, r, h.mode)
 			}

@@ -18,6 +18,7 @@ type request struct {
 	// key and stripe: the key of a point request and its stripe;
 	// stripe is wideStripe for a wide request.
 	key    []byte
+	h      uint64 // keytable hash of key
 	stripe int
 	// upgrade: the transaction holds all of r Shared and asks for
 	// Exclusive; it waits for the other holders only, not for the queue.
@@ -67,7 +68,7 @@ func (f *family) blockersLocked(q *request, seq uint64, dst []txnlock.TxnID) []t
 	}
 	if q.point() {
 		s := &f.stripes[q.stripe]
-		if pl := s.pointGetLocked(q.key); pl != nil {
+		if pl := s.pointGetLocked(q.h, q.key); pl != nil {
 			pl.conflicts(q.txn, q.mode, add)
 		}
 		if s.tree.Len() > 0 {
@@ -207,7 +208,7 @@ func (f *family) grantLocked(w *waiter) bool {
 	now := f.m.clock.Now()
 	if w.point() {
 		s := &f.stripes[w.stripe]
-		s.acquirePointLocked(w.txn, w.tp, w.key, w.mode)
+		s.acquirePointLocked(w.txn, w.tp, w.h, w.key, w.mode)
 		s.counters.Acquired++
 		s.counters.EndWait(nil, w.lw.Since, now)
 		s.syncMemLocked(&f.m.mem)

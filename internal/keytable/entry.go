@@ -43,3 +43,8 @@ func ownedString(key []byte) string {
 	copy(b, key)
 	return unsafe.String(&b[0], len(b))
 }
+
+// SetProbe points the entry at key without copying it, for an entry used
+// only as a search key (a B-tree probe); it must never be recycled with
+// SetKey while pointing at a caller's bytes.
+func (e *Entry) SetProbe(key string) { e.key = key }
