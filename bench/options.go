@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/bench/sbtest"
 )
 
 // Defaults of Options.
 const (
-	DefaultTime        = 10 * time.Second // sysbench's --time
-	DefaultTableSize   = 10000
-	DefaultTables      = 1
+	DefaultTime        = 10 * time.Second        // sysbench's --time
+	DefaultTableSize   = sbtest.DefaultTableSize // sysbench's 10000
+	DefaultTables      = sbtest.DefaultTables
 	DefaultPairs       = 1
 	DefaultLockTimeout = txnlock.DefaultLockTimeout
 	DefaultSeed        = 1
@@ -116,16 +117,6 @@ func (o *Options) Validate() error {
 	}
 	o.ThrottleOptions.check(&p, o.Tables)
 	return p.Err()
-}
-
-// Valid reports whether l is a known lock kind.
-func (l LockKind) Valid() bool {
-	for _, k := range LockKinds {
-		if l == k {
-			return true
-		}
-	}
-	return false
 }
 
 func joinWorkloads() string {

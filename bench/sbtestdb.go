@@ -28,8 +28,8 @@ func OpenSBTest(ctx context.Context, cfg TableConfig) (DB, error) {
 		}
 	}
 	db, err := sbtest.Open(sbtest.Options{
-		Tables: cfg.Tables, TableSize: cfg.TableSize, Layout: sbtest.Layout(cfg.Layout), NoSK: cfg.NoSK,
-		Dir: dir, Sync: cfg.Sync, Lock: sbtest.LockKind(cfg.Lock), AutoIncMode: cfg.AutoIncMode,
+		Tables: cfg.Tables, TableSize: cfg.TableSize, Layout: cfg.Layout, NoSK: cfg.NoSK,
+		Dir: dir, Sync: cfg.Sync, Lock: cfg.Lock, AutoIncMode: cfg.AutoIncMode,
 		LockTimeout: cfg.LockTimeout, Detector: det,
 	})
 	if err != nil {

@@ -5,21 +5,23 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/bench/sbtest"
 )
 
 // LockKind names how the table locks rows: "point" (pointlock.Manager on
 // primary-key entries), "range" (rangelock.Manager, also secondary-key
 // entries and scanned ranges), "table" (one exclusive lock per table per
 // transaction) or "none" (no locks: unsafe for concurrent writers, measures
-// the storage and the driver alone).
-type LockKind string
+// the storage and the driver alone). It is bench/sbtest's, which defines
+// the rules; every Opener reads it the same way.
+type LockKind = sbtest.LockKind
 
 // The lock kinds.
 const (
-	LockPoint LockKind = "point"
-	LockRange LockKind = "range"
-	LockTable LockKind = "table"
-	LockNone  LockKind = "none"
+	LockPoint = sbtest.LockPoint
+	LockRange = sbtest.LockRange
+	LockTable = sbtest.LockTable
+	LockNone  = sbtest.LockNone
 )
 
 // LockKinds lists every lock kind, in the order reports use.
@@ -27,13 +29,14 @@ var LockKinds = []LockKind{LockPoint, LockRange, LockTable, LockNone}
 
 // Layout says how tables and indexes map to column families: "shared" (one
 // column family), "per-table" or "per-index" (the seed's make-4-cfs.sql).
-type Layout string
+// It is bench/sbtest's.
+type Layout = sbtest.Layout
 
 // The column-family layouts.
 const (
-	LayoutShared   Layout = "shared"
-	LayoutPerTable Layout = "per-table"
-	LayoutPerIndex Layout = "per-index"
+	LayoutShared   = sbtest.LayoutShared
+	LayoutPerTable = sbtest.LayoutPerTable
+	LayoutPerIndex = sbtest.LayoutPerIndex
 )
 
 // Layouts lists every layout.

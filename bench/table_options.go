@@ -135,7 +135,7 @@ func validateLocks(p *txnlock.Problems, locks []LockKind) {
 	}
 	seen := map[LockKind]bool{}
 	for _, l := range locks {
-		if !l.Valid() {
+		if !slices.Contains(LockKinds, l) {
 			p.Addf("unknown lock kind %q (want %s)", l, JoinLocks(LockKinds))
 		} else if seen[l] {
 			p.Addf("lock kind %q listed twice", l)
