@@ -88,14 +88,7 @@ func (o *Options) Validate() error {
 		p.Addf("unknown workload %q (want one of %s)", o.Workload, joinWorkloads())
 	}
 	validateLocks(&p, o.Locks)
-	if len(o.Threads) == 0 {
-		p.Addf("no thread counts")
-	}
-	for _, t := range o.Threads {
-		if t < 1 {
-			p.Addf("threads %d: must be at least 1", t)
-		}
-	}
+	validateCounts(&p, "threads", o.Threads)
 	if o.Time < 0 {
 		p.Addf("time %v is negative", o.Time)
 	}

@@ -239,6 +239,8 @@ func TestOptionsValidate(t *testing.T) {
 		"table-size", "tables -2", "cf-layout", "storage", "lock-timeout", "pairs", "report-interval", "delay"} {
 		assert.Contains(t, err.Error(), want)
 	}
+	var empty Options
+	assert.ErrorContains(t, empty.Validate(), "threads: none given")
 	var d Options
 	d.EnsureDefaults()
 	require.NoError(t, d.Validate())

@@ -97,14 +97,7 @@ func (o *SlapOptions) EnsureDefaults() {
 // Validate reports every problem.
 func (o *SlapOptions) Validate() error {
 	var p txnlock.Problems
-	if len(o.Concurrency) == 0 {
-		p.Addf("no concurrency")
-	}
-	for _, c := range o.Concurrency {
-		if c < 1 {
-			p.Addf("concurrency %d: must be at least 1", c)
-		}
-	}
+	validateCounts(&p, "concurrency", o.Concurrency)
 	if o.Iterations < 1 {
 		p.Addf("iterations %d: must be at least 1", o.Iterations)
 	}

@@ -117,6 +117,8 @@ func TestSlapValidate(t *testing.T) {
 	for _, want := range []string{"concurrency 0", "iterations", "myisam", "load-type", "autoinc-mode", "number-of-queries", "table-size", "cf-layout", "storage", "delay"} {
 		assert.Contains(t, err.Error(), want)
 	}
+	var empty SlapOptions
+	assert.ErrorContains(t, empty.Validate(), "concurrency: none given")
 	var d SlapOptions
 	d.EnsureDefaults()
 	require.NoError(t, d.Validate())

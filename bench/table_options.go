@@ -128,6 +128,19 @@ func (o *ThrottleOptions) writeFlags(sb *strings.Builder) {
 	}
 }
 
+// validateCounts adds the problems of a list of thread or client counts,
+// the value of the flag named flag: none given, or a count below 1.
+func validateCounts(p *txnlock.Problems, flag string, counts []int) {
+	if len(counts) == 0 {
+		p.Addf("%s: none given", flag)
+	}
+	for _, n := range counts {
+		if n < 1 {
+			p.Addf("%s %d: must be at least 1", flag, n)
+		}
+	}
+}
+
 // validateLocks adds the problems of a lock-kind list to p.
 func validateLocks(p *txnlock.Problems, locks []LockKind) {
 	if len(locks) == 0 {

@@ -95,6 +95,18 @@ func usageErr(stderr io.Writer, cmd string, err error) error {
 	return fmt.Errorf("%w: %v", errUsage, err)
 }
 
+// newFlagSet is command cmd's flag set: errors and -h go to stderr, -h
+// prints about and the flags.
+func newFlagSet(cmd string, stderr io.Writer, about string) *flag.FlagSet {
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: lockbench %s [flags]\n\n%s\n\nflags:\n", cmd, about)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
 // parse parses fs and turns a bad flag into a usage error (the flag
 // package has printed it with the flag list).
 func parse(fs *flag.FlagSet, args []string) error {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -30,12 +29,8 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer, open b
 func parseRun(args []string, stderr io.Writer) (bench.Options, runFlags, error) {
 	var o bench.Options
 	var f runFlags
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: lockbench run [flags]\n\nsysbench's OLTP workloads on the sbtest table, each lock kind at each thread count in\nmirrored order (point, range, range, point per pair), each run on a fresh table.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("run", stderr, `sysbench's OLTP workloads on the sbtest table, each lock kind at each thread count in
+mirrored order (point, range, range, point per pair), each run on a fresh table.`)
 	o.EnsureDefaults() // the flags' defaults
 	fs.Var(stringValue[bench.Workload]{&o.Workload}, "workload", "oltp_write_only | oltp_update_non_index | oltp_read_write | oltp_point_select")
 	fs.Var(lockListValue{&o.Locks}, "lock", "lock kinds to compare, the first is the ratios' baseline: point,range,table,none")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -14,12 +13,9 @@ import (
 
 func slapCmd(ctx context.Context, args []string, stdout, stderr io.Writer, open bench.Opener) error {
 	var o bench.SlapOptions
-	fs := flag.NewFlagSet("slap", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: lockbench slap [flags]\n\nmysqlslap's analog: for each lock kind and concurrency, --iterations times, a fresh table\nand N clients running --number-of-queries/N autocommit statements. Deadlock victims and\ntimed-out statements are retried, as an application would.\n\nflags:\n")
-		fs.PrintDefaults()
-	}
+	fs := newFlagSet("slap", stderr, `mysqlslap's analog: for each lock kind and concurrency, --iterations times, a fresh table
+and N clients running --number-of-queries/N autocommit statements. Deadlock victims and
+timed-out statements are retried, as an application would.`)
 	o.EnsureDefaults() // the flags' defaults
 	fs.Var(intListValue{&o.Concurrency}, "concurrency", "client counts (mysqlslap -c)")
 	fs.IntVar(&o.Iterations, "iterations", o.Iterations, "iterations per lock kind and concurrency (mysqlslap -i)")
