@@ -212,6 +212,31 @@ func TestWritePlot(t *testing.T) {
 	require.Error(t, WritePlot(filepath.Join(t.TempDir(), "noext"), testResult()))
 }
 
+// TestPlotThreadAxis: every doubling of the thread count is the same
+// width, the ticks are the measured counts, and the ends are padded so
+// that the markers at 1 and 100 threads are not cut; one thread count
+// alone still draws.
+func TestPlotThreadAxis(t *testing.T) {
+	res := testResult()
+	res.Options.Threads = []int{1, 2, 4, 100}
+	p, err := newPlot(res)
+	require.NoError(t, err)
+	x := p.X
+	assert.InDelta(t, x.Norm(2)-x.Norm(1), x.Norm(4)-x.Norm(2), 1e-9, "log axis")
+	assert.InDelta(t, x.Norm(2)-x.Norm(1), x.Norm(200)-x.Norm(100), 1e-9, "log axis")
+	assert.Greater(t, x.Norm(1), 0.02, "padded left")
+	assert.Less(t, x.Norm(100), 0.98, "padded right")
+	var labels []string
+	for _, tk := range x.Tick.Marker.Ticks(x.Min, x.Max) {
+		labels = append(labels, tk.Label)
+	}
+	assert.Equal(t, []string{"1", "2", "4", "100"}, labels)
+
+	res.Options.Threads = []int{1}
+	res.Cells = Summarize(res.Runs, res.Options.Locks, res.Options.Threads)
+	require.NoError(t, WritePlot(filepath.Join(t.TempDir(), "one.png"), res))
+}
+
 func TestProgress(t *testing.T) {
 	var buf bytes.Buffer
 	p := NewProgress(&buf)

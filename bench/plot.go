@@ -12,24 +12,31 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// WritePlot draws QPS against threads, one line per lock kind, with a
-// logarithmic thread axis (the ramp doubles), and saves it to file; the
-// extension picks the format (.png, .svg, .pdf).
+// WritePlot draws QPS against threads, one line per lock kind, and saves
+// it to file; the extension picks the format (.png, .svg, .pdf).
 func WritePlot(file string, res *Result) error {
+	if filepath.Ext(file) == "" {
+		return fmt.Errorf("bench: plot file %q has no extension (.png, .svg, .pdf)", file)
+	}
+	p, err := newPlot(res)
+	if err != nil {
+		return err
+	}
+	if err := p.Save(8*vg.Inch, 5*vg.Inch, file); err != nil {
+		return fmt.Errorf("bench: plot: %w", err)
+	}
+	return nil
+}
+
+// newPlot draws res: a logarithmic thread axis (see threadAxis), a line
+// per lock kind through the cells' mean QPS, and a bar from the cells'
+// minimum to their maximum.
+func newPlot(res *Result) (*plot.Plot, error) {
 	o := res.Options
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("%s, layout %s, storage %s, %d x %d rows%s", o.Workload, o.Layout, o.Storage, o.Tables, o.TableSize, noSK(o.NoSK))
-	p.X.Label.Text = "threads"
 	p.Y.Label.Text = fmt.Sprintf("QPS (mean of %d runs; bars: min to max)", 2*o.Pairs)
 	p.Y.Min = 0
-	var ticks plot.ConstantTicks
-	for _, t := range o.Threads {
-		ticks = append(ticks, plot.Tick{Value: float64(t), Label: strconv.Itoa(t)})
-	}
-	p.X.Tick.Marker = ticks
-	if logX(o.Threads) {
-		p.X.Scale = plot.LogScale{}
-	}
 	p.Y.Tick.Marker = thousandsTicks{}
 	p.Legend.Top = true
 	p.Legend.Left = true
@@ -48,7 +55,7 @@ func WritePlot(file string, res *Result) error {
 		}
 		line, points, err := plotter.NewLinePoints(pts)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if bars, err := plotter.NewYErrorBars(newSpreadBars(res.Cells, l, o.Threads)); err == nil {
 			bars.Color = plotutil.Color(i)
@@ -67,23 +74,30 @@ func WritePlot(file string, res *Result) error {
 	if p.Y.Max == 0 {
 		p.Y.Max = 1
 	}
-	if filepath.Ext(file) == "" {
-		return fmt.Errorf("bench: plot file %q has no extension (.png, .svg, .pdf)", file)
-	}
-	if err := p.Save(8*vg.Inch, 5*vg.Inch, file); err != nil {
-		return fmt.Errorf("bench: plot: %w", err)
-	}
-	return nil
+	threadAxis(&p.X, o.Threads)
+	return p, nil
 }
 
-// logX: a log axis needs positive values and pays off when they span a
-// decade.
-func logX(threads []int) bool {
+// threadAxis makes x the thread axis: logarithmic, as the ramp doubles
+// (1, 2, 4, ..., 100 would crowd the left of a linear axis), ticked at
+// the measured thread counts, and widened by a quarter of a doubling on
+// each side so that the end markers and bars are not cut by the frame.
+// Thread counts are at least 1 (Options.Validate).
+func threadAxis(x *plot.Axis, threads []int) {
+	const pad = 1.189207115002721 // 2^(1/4)
+	x.Label.Text = "threads"
+	if len(threads) == 0 {
+		return
+	}
+	x.Scale = plot.LogScale{}
+	var ticks plot.ConstantTicks
 	lo, hi := threads[0], threads[0]
 	for _, t := range threads {
+		ticks = append(ticks, plot.Tick{Value: float64(t), Label: strconv.Itoa(t)})
 		lo, hi = min(lo, t), max(hi, t)
 	}
-	return lo > 0 && hi >= 10*lo
+	x.Tick.Marker = ticks
+	x.Min, x.Max = float64(lo)/pad, float64(hi)*pad
 }
 
 // spreadBars are the min-to-max bars of lock kind l's cells.
