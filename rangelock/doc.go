@@ -93,6 +93,14 @@
 // keys of the stripe (found in an ordered index of waiting keys) and the
 // wide waiters that overlap. A re-check grants the waiter under the same
 // lock(s) (lockwait.Waiter.Grant) or tells the Detector its new blockers.
+// Point waiters of one key that have no wide waiter queued ahead share
+// one detector resource whose blockers are the key's holders (as in
+// pointlock; exact by the Detector's contraction argument), and a re-check
+// of their queue is one scan that grants the head and stops where two
+// transactions wait Exclusive: a release on a hot key costs O(1) detector
+// calls, not one blocker list per waiter (see sharedwait.go). Point
+// waiters behind a wide waiter, and wide waiters, keep resources of their
+// own with their exact blockers.
 // Wide waiters are re-checked with every stripe held: a point release
 // drops its stripe first, then takes them all in order. A waiter that gives
 // up (timeout, context, deadlock victim, Close) unlinks itself and

@@ -76,9 +76,19 @@ type stripe struct {
 }
 
 // keyQueue is the FIFO queue of the point requests waiting on one key.
+// Guarded by its stripe's mutex.
 type keyQueue struct {
 	key []byte
+	h   uint64 // keytable hash of key
 	q   lockwait.Queue
+	// res is the detector resource shared by the queue's waiters that
+	// have no wide waiter ahead (waiter.shared); holders is what the
+	// detector was last told it waits for: every holder of key. 0 and
+	// nil until such a waiter, or without a detector (see sharedwait.go).
+	res     txnlock.ResourceID
+	holders []txnlock.TxnID
+	// own counts the queue's waiters with a resource of their own.
+	own int
 }
 
 func keyQueueLess(a, b *keyQueue) bool { return string(a.key) < string(b.key) }
@@ -144,16 +154,16 @@ func (s *stripe) queueFor(key []byte) *keyQueue {
 	return kq
 }
 
-// queueForInsert returns the queue of point waiters on key in s, creating
-// it if needed. key must not be modified later.
-func (s *stripe) queueForInsert(key []byte) *keyQueue {
+// queueForInsert returns the queue of point waiters on key (hash h) in s,
+// creating it if needed. key must not be modified later.
+func (s *stripe) queueForInsert(h uint64, key []byte) *keyQueue {
 	if s.waiting == nil {
 		s.waiting = btree.NewG(8, keyQueueLess)
 	}
 	if kq, ok := s.waiting.Get(&keyQueue{key: key}); ok {
 		return kq
 	}
-	kq := &keyQueue{key: key}
+	kq := &keyQueue{key: key, h: h}
 	s.waiting.ReplaceOrInsert(kq)
 	return kq
 }

@@ -153,6 +153,9 @@ func (f *family) acquireLocked(q *request) {
 		s.acquirePointLocked(q.txn, q.tp, q.h, q.key, q.mode)
 		s.counters.Acquired++
 		s.syncMemLocked(&f.m.mem)
+		if kq := s.queueFor(q.key); kq != nil {
+			f.refreshKeyLocked(s, kq) // a new holder of a key with waiters
+		}
 		return
 	}
 	f.acquireWideLocked(q.txn, q.r, q.mode)
@@ -174,7 +177,11 @@ func (f *family) enqueueLocked(q *request, blockers []txnlock.TxnID) *waiter {
 	if w.point() {
 		w.key, _ = w.r.PointKey()
 		s := &f.stripes[w.stripe]
-		w.kq = s.queueForInsert(w.key)
+		w.kq = s.queueForInsert(w.h, w.key)
+		w.shared = !f.wideWaiterOverlapsLocked(w.r)
+		if !w.shared {
+			w.kq.own++
+		}
 		w.kq.q.PushBack(w.lw)
 		s.counters.BeginWait()
 		held = len(q.tp.locks) + s.tree.TxnCount(q.txn)
@@ -190,8 +197,12 @@ func (f *family) enqueueLocked(q *request, blockers []txnlock.TxnID) *waiter {
 		}
 	}
 	if det := f.m.det; det != nil {
-		w.lw.Resource = det.NewResource()
-		det.SetBlockers(w.lw.Resource, w.blockers)
+		if w.shared {
+			w.lw.Resource = f.sharedResourceLocked(&f.stripes[w.stripe], w.kq)
+		} else {
+			w.lw.Resource = det.NewResource()
+			det.SetBlockers(w.lw.Resource, w.blockers)
+		}
 		det.Block(txnlock.WaitEdge{Waiter: w.lw, Resource: w.lw.Resource, Lock: ref, LocksHeld: held, Since: now})
 	}
 	return w
@@ -207,7 +218,9 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 		c.EndWait(err, w.lw.Since, f.m.clock.Now())
 		if det := f.m.det; det != nil {
 			det.Unblock(w.lw)
-			det.DropResource(w.lw.Resource)
+			if !w.shared {
+				det.DropResource(w.lw.Resource)
+			}
 		}
 	}
 	rs := []txnlock.Range{w.r}
@@ -218,7 +231,7 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 		kq := w.kq
 		f.unlinkLocked(w)
 		if kq.q.Len() > 0 {
-			f.recheckQueueLocked(kq)
+			f.recheckQueueLocked(s, kq)
 		}
 		// Every overlapping wide waiter, not only those behind w: an
 		// upgrade granted just now may block them.
@@ -242,15 +255,6 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 	return blockers
 }
 
-// recheckQueueLocked re-checks every waiter of a key queue, in order.
-func (f *family) recheckQueueLocked(kq *keyQueue) {
-	for lw := kq.q.Front(); lw != nil; {
-		next := lw.Next()
-		f.recheckLocked(waiterOf(lw))
-		lw = next
-	}
-}
-
 // recheckStripeLocked re-checks the point waiters of s on keys in rs
 // (ranges just released in s, or the range of a waiter that left). s is
 // held.
@@ -269,7 +273,7 @@ func (f *family) recheckStripeLocked(s *stripe, rs []txnlock.Range) {
 		if i > 0 && kq == kqs[i-1] {
 			continue
 		}
-		f.recheckQueueLocked(kq)
+		f.recheckQueueLocked(s, kq)
 	}
 }
 

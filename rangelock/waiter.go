@@ -38,7 +38,12 @@ type waiter struct {
 	lw  *lockwait.Waiter
 	seq uint64 // position in the family's waiting order
 	kq  *keyQueue
-	// blockers is what the detector was last told.
+	// shared: a point waiter that had no overlapping wide waiter ahead
+	// when it queued; it waits on its key queue's detector resource
+	// (kq.res) and is re-checked by recheckQueueLocked's scan. Otherwise
+	// (wide, or a wide waiter ahead) lw.Resource is its own and blockers
+	// is what the detector was last told about it.
+	shared   bool
 	blockers []txnlock.TxnID
 }
 
@@ -159,6 +164,10 @@ func (f *family) refreshLocked(w *waiter) {
 	if det == nil || !w.lw.Active() {
 		return
 	}
+	if w.shared {
+		f.refreshKeyLocked(&f.stripes[w.stripe], w.kq)
+		return
+	}
 	var buf [8]txnlock.TxnID
 	if b := f.blockersLocked(&w.request, w.seq, buf[:0]); len(b) > 0 && !slices.Equal(b, w.blockers) {
 		w.blockers = slices.Clone(b)
@@ -176,20 +185,18 @@ func (f *family) refreshAfterUpgradeLocked(q *request, kq *keyQueue) {
 	if f.m.det == nil {
 		return
 	}
-	refreshQueue := func(kq *keyQueue) bool {
-		for lw := kq.q.Front(); lw != nil; lw = lw.Next() {
-			f.refreshLocked(waiterOf(lw))
-		}
-		return true
-	}
 	if q.point() {
 		if kq != nil {
-			refreshQueue(kq)
+			f.refreshQueueLocked(&f.stripes[q.stripe], kq)
 		}
 		return
 	}
 	for i := range f.stripes {
-		f.stripes[i].ascendWaitingLocked(q.r, refreshQueue)
+		s := &f.stripes[i]
+		s.ascendWaitingLocked(q.r, func(kq *keyQueue) bool {
+			f.refreshQueueLocked(s, kq)
+			return true
+		})
 	}
 	for lw := f.wide.Front(); lw != nil; lw = lw.Next() {
 		if w := waiterOf(lw); w.r.Overlaps(q.r) {
@@ -206,25 +213,33 @@ func (f *family) grantLocked(w *waiter) bool {
 		return false
 	}
 	now := f.m.clock.Now()
+	det := f.m.det
+	if det != nil {
+		det.Unblock(w.lw)
+		if !w.shared {
+			det.DropResource(w.lw.Resource)
+		}
+	}
+	// The transaction's record may have been taken by an UnlockAll that
+	// ran while w waited (a closing engine releases every transaction):
+	// register the grant afresh so that the next UnlockAll finds it.
 	if w.point() {
 		s := &f.stripes[w.stripe]
+		w.tp = s.txnPointsLocked(w.txn)
 		s.acquirePointLocked(w.txn, w.tp, w.h, w.key, w.mode)
 		s.counters.Acquired++
 		s.counters.EndWait(nil, w.lw.Since, now)
 		s.syncMemLocked(&f.m.mem)
 		f.unlinkLocked(w)
 	} else {
+		f.m.txns.noteWide(w.txn, f)
 		f.acquireWideLocked(w.txn, w.r, w.mode)
 		f.wideCounters.Acquired++
 		f.wideCounters.EndWait(nil, w.lw.Since, now)
 		f.wide.Remove(w.lw)
 	}
-	if det := f.m.det; det != nil {
-		det.Unblock(w.lw)
-		det.DropResource(w.lw.Resource)
-		if w.upgrade {
-			f.refreshAfterUpgradeLocked(&w.request, w.kq)
-		}
+	if det != nil && w.upgrade {
+		f.refreshAfterUpgradeLocked(&w.request, w.kq)
 	}
 	return true
 }
@@ -238,14 +253,32 @@ func (f *family) acquireWideLocked(txn txnlock.TxnID, r txnlock.Range, mode txnl
 		s.tree.Acquire(txn, r, mode)
 		s.syncMemLocked(&f.m.mem)
 	}
+	if f.m.det != nil {
+		// Point waiters on keys in r now wait for txn too.
+		for i := range f.stripes {
+			s := &f.stripes[i]
+			s.ascendWaitingLocked(r, func(kq *keyQueue) bool {
+				f.refreshKeyLocked(s, kq)
+				return true
+			})
+		}
+	}
 }
 
-// unlinkLocked removes point waiter w from its key queue, and the queue
-// from the stripe's index once empty.
+// unlinkLocked removes point waiter w, already unblocked in the
+// detector, from its key queue, and the queue from the stripe's index
+// (with its shared detector resource) once empty.
 func (f *family) unlinkLocked(w *waiter) {
 	kq := w.kq
 	kq.q.Remove(w.lw)
+	if !w.shared {
+		kq.own--
+	}
 	if kq.q.Len() == 0 {
+		if kq.res != 0 {
+			f.m.det.DropResource(kq.res)
+			kq.res, kq.holders = 0, nil
+		}
 		f.stripes[w.stripe].waiting.Delete(kq)
 	}
 }
