@@ -70,13 +70,20 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 		}
 		if q.point() {
 			s := &f.stripes[q.stripe]
+			// One probe of the table serves the two common cases.
+			pl, pos := s.points.Find(q.h, q.key)
+			if pl != nil && pl.modeOf(q.txn).Covers(q.mode) {
+				s.counters.Acquired++ // a re-lock is a no-op
+				s.mu.Unlock()
+				return nil, nil
+			}
 			q.tp = s.txnPointsLocked(q.txn)
-			// The common case: a key nobody holds, no wide lock
-			// over it, no wide waiter in the family, no point
-			// waiter in the stripe.
-			if f.wide.Len() == 0 && !s.hasWaitersLocked() &&
+			// A key nobody holds, no wide lock over it, no wide
+			// waiter in the family, no point waiter in the stripe.
+			if pl == nil && f.wide.Len() == 0 && !s.hasWaitersLocked() &&
 				(s.tree.Len() == 0 || (!s.tree.HasConflict(q.txn, q.r, q.mode) && !s.tree.Covered(q.txn, q.r, q.mode))) &&
-				m.mem.fitsLocked(f, q) && s.insertFreshPointLocked(q.txn, q.tp, q.h, q.key, q.mode) {
+				m.mem.fitsLocked(f, q) {
+				s.insertFreshAtLocked(pos, q.txn, q.tp, q.h, q.key, q.mode)
 				s.counters.Acquired++
 				s.syncMemLocked(&m.mem)
 				s.mu.Unlock()

@@ -162,18 +162,13 @@ func (s *stripe) acquirePointLocked(txn txnlock.TxnID, tp *txnPoints, h uint64, 
 	s.addHoldLocked(pl, txn, tp, mode)
 }
 
-// insertFreshPointLocked records that txn holds key (hash h) in mode if
-// nobody holds key yet, with one probe of the table, and reports whether
-// it did.
-func (s *stripe) insertFreshPointLocked(txn txnlock.TxnID, tp *txnPoints, h uint64, key []byte, mode txnlock.Mode) bool {
-	pl, pos := s.points.Find(h, key)
-	if pl != nil {
-		return false // the key is held
-	}
-	pl = s.newPointLockLocked(h, key)
+// insertFreshAtLocked records that txn holds key (hash h), which nobody
+// holds, in mode; pos is where s.points.Find said the key would go, with
+// no change to the table since.
+func (s *stripe) insertFreshAtLocked(pos int, txn txnlock.TxnID, tp *txnPoints, h uint64, key []byte, mode txnlock.Mode) {
+	pl := s.newPointLockLocked(h, key)
 	s.insertPointLocked(pos, pl)
 	s.addHoldLocked(pl, txn, tp, mode)
-	return true
 }
 
 // insertPointLocked puts pl in the table at pos (from Find) and in the
@@ -230,7 +225,7 @@ func (s *stripe) newTxnPointsLocked() *txnPoints {
 // freeTxnPointsLocked keeps tp, now empty, for reuse.
 func (s *stripe) freeTxnPointsLocked(tp *txnPoints) {
 	if len(s.freeTxns) < maxFreePoints && cap(tp.locks) <= 256 {
-		clear(tp.locks[:cap(tp.locks)])
+		// unlinkHoldLocked nils every slot it frees: nothing to clear.
 		tp.locks = tp.locks[:0]
 		s.freeTxns = append(s.freeTxns, tp)
 	}
