@@ -22,10 +22,60 @@ import (
 // pointLock is a held point lock: its key and its holders (one, or several
 // Shared). Guarded by its stripe's mutex.
 type pointLock struct {
-	keytable.Entry             // the key, owned; first, as keytable.Table requires
-	h              uint64      // the key's hash, its place in the table
-	holders        []pointHold // in grant order; inline[:1] for the usual one holder
-	inline         [1]pointHold
+	keytable.Entry        // the key, owned; first, as keytable.Table requires
+	h              uint64 // the key's hash, its place in the table
+	// The holders in grant order: the first embedded (first.txn is 0
+	// when there is none), the others (several Shared) in *more, which
+	// is allocated on the first second holder and kept for reuse.
+	first pointHold
+	more  *[]pointHold
+}
+
+// nHolders returns the number of holders of pl.
+func (pl *pointLock) nHolders() int {
+	switch {
+	case pl.first.txn == 0:
+		return 0
+	case pl.more == nil:
+		return 1
+	}
+	return 1 + len(*pl.more)
+}
+
+// holder returns holder i of pl, 0 <= i < nHolders().
+func (pl *pointLock) holder(i int) *pointHold {
+	if i == 0 {
+		return &pl.first
+	}
+	return &(*pl.more)[i-1]
+}
+
+// appendHolder adds h as the last holder of pl.
+func (pl *pointLock) appendHolder(h pointHold) {
+	if pl.first.txn == 0 {
+		pl.first = h
+		return
+	}
+	if pl.more == nil {
+		pl.more = new([]pointHold)
+	}
+	*pl.more = append(*pl.more, h)
+}
+
+// removeHolder removes holder i of pl, keeping the others in order.
+func (pl *pointLock) removeHolder(i int) {
+	if i == 0 {
+		if pl.more == nil || len(*pl.more) == 0 {
+			pl.first = pointHold{}
+			return
+		}
+		pl.first = (*pl.more)[0]
+		i = 1
+	}
+	m := *pl.more
+	copy(m[i-1:], m[i:])
+	m[len(m)-1] = pointHold{}
+	*pl.more = m[:len(m)-1]
 }
 
 // key returns the key as bytes over the lock's own buffer: valid, and not
@@ -68,9 +118,14 @@ func (s *stripe) pointGetLocked(h uint64, key []byte) *pointLock {
 
 // holderIndex returns the index of txn among pl's holders, or -1.
 func (pl *pointLock) holderIndex(txn txnlock.TxnID) int {
-	for i := range pl.holders {
-		if pl.holders[i].txn == txn {
-			return i
+	if pl.first.txn == txn {
+		return 0 // txn is valid, never 0
+	}
+	if pl.more != nil {
+		for i := range *pl.more {
+			if (*pl.more)[i].txn == txn {
+				return i + 1
+			}
 		}
 	}
 	return -1
@@ -82,7 +137,7 @@ func (pl *pointLock) modeOf(txn txnlock.TxnID) txnlock.Mode {
 		return 0
 	}
 	if i := pl.holderIndex(txn); i >= 0 {
-		return pl.holders[i].mode
+		return pl.holder(i).mode
 	}
 	return 0
 }
@@ -90,8 +145,8 @@ func (pl *pointLock) modeOf(txn txnlock.TxnID) txnlock.Mode {
 // conflicts calls fn for each holder of pl other than txn whose mode is
 // incompatible with mode.
 func (pl *pointLock) conflicts(txn txnlock.TxnID, mode txnlock.Mode, fn func(owner txnlock.TxnID)) {
-	for _, h := range pl.holders {
-		if h.txn != txn && !mode.Compatible(h.mode) {
+	for i := range pl.nHolders() {
+		if h := pl.holder(i); h.txn != txn && !mode.Compatible(h.mode) {
 			fn(h.txn)
 		}
 	}
@@ -103,8 +158,8 @@ func (pl *pointLock) hasConflictOrNil(txn txnlock.TxnID, mode txnlock.Mode) bool
 	if pl == nil {
 		return false
 	}
-	for _, h := range pl.holders {
-		if h.txn != txn && !mode.Compatible(h.mode) {
+	for i := range pl.nHolders() {
+		if h := pl.holder(i); h.txn != txn && !mode.Compatible(h.mode) {
 			return true
 		}
 	}
@@ -156,7 +211,7 @@ func (s *stripe) acquirePointLocked(txn txnlock.TxnID, tp *txnPoints, h uint64, 
 		pl = s.newPointLockLocked(h, key)
 		s.insertPointLocked(pos, pl)
 	} else if i := pl.holderIndex(txn); i >= 0 {
-		pl.holders[i].mode = pl.holders[i].mode.Max(mode)
+		pl.holder(i).mode = pl.holder(i).mode.Max(mode)
 		return
 	}
 	s.addHoldLocked(pl, txn, tp, mode)
@@ -183,7 +238,7 @@ func (s *stripe) insertPointLocked(pos int, pl *pointLock) {
 // addHoldLocked adds txn, whose list in s is tp, as a holder of pl (which
 // it does not hold).
 func (s *stripe) addHoldLocked(pl *pointLock, txn txnlock.TxnID, tp *txnPoints, mode txnlock.Mode) {
-	pl.holders = append(pl.holders, pointHold{txn: txn, tp: tp, slot: int32(len(tp.locks)), mode: mode})
+	pl.appendHolder(pointHold{txn: txn, tp: tp, slot: int32(len(tp.locks)), mode: mode})
 	tp.locks = append(tp.locks, pl)
 	s.pointMem += holdBytes
 }
@@ -243,8 +298,7 @@ func (s *stripe) newPointLockLocked(h uint64, key []byte) *pointLock {
 		pl = &pointLock{}
 	}
 	pl.SetKey(key)
-	pl.h = h
-	pl.holders = pl.inline[:0]
+	pl.h = h // first is empty, *more too: recycled only without holders
 	s.pointMem += pointLockBytes + keyBytes(len(key))
 	return pl
 }
@@ -280,20 +334,19 @@ func (s *stripe) dropHoldLocked(pl *pointLock, i int) {
 // unlinkHoldLocked removes holder i of pl from pl and from its
 // transaction's list, and reports whether pl has no holder left.
 func (s *stripe) unlinkHoldLocked(pl *pointLock, i int) bool {
-	h := pl.holders[i]
+	h := *pl.holder(i)
 	tp := h.tp
 	last := int32(len(tp.locks) - 1)
 	if h.slot != last {
 		moved := tp.locks[last]
 		tp.locks[h.slot] = moved
-		moved.holders[moved.holderIndex(h.txn)].slot = h.slot
+		moved.holder(moved.holderIndex(h.txn)).slot = h.slot
 	}
 	tp.locks[last] = nil
 	tp.locks = tp.locks[:last]
 	s.pointMem -= holdBytes
-	copy(pl.holders[i:], pl.holders[i+1:])
-	pl.holders = pl.holders[:len(pl.holders)-1]
-	return len(pl.holders) == 0
+	pl.removeHolder(i)
+	return pl.first.txn == 0
 }
 
 // freePointLockLocked takes pl, no longer in s.points, out of the memory
@@ -301,7 +354,6 @@ func (s *stripe) unlinkHoldLocked(pl *pointLock, i int) bool {
 func (s *stripe) freePointLockLocked(pl *pointLock) {
 	s.pointMem -= pointLockBytes + keyBytes(len(pl.Key()))
 	if len(s.free) < maxFreePoints && len(pl.Key()) <= 64 {
-		pl.holders = nil
 		s.free = append(s.free, pl)
 	}
 }

@@ -49,8 +49,8 @@ func (f *family) sharedResourceLocked(s *stripe, kq *keyQueue) txnlock.ResourceI
 // once each, sorted. s is held.
 func (s *stripe) keyHoldersLocked(kq *keyQueue, dst []txnlock.TxnID) []txnlock.TxnID {
 	if pl := s.pointGetLocked(kq.h, kq.key); pl != nil {
-		for _, h := range pl.holders {
-			dst = append(dst, h.txn)
+		for i := range pl.nHolders() {
+			dst = append(dst, pl.holder(i).txn)
 		}
 	}
 	if s.tree.Len() > 0 {

@@ -67,7 +67,8 @@ func (f *family) heldLocked() []txnlock.LockStatus {
 	for i := range f.stripes {
 		f.stripes[i].points.All(func(_ uint64, pl *pointLock) bool {
 			r := txnlock.Point(bytes.Clone(pl.key()))
-			for _, h := range pl.holders {
+			for i := range pl.nHolders() {
+				h := pl.holder(i)
 				add(h.txn, r, h.mode)
 			}
 			return true
