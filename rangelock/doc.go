@@ -11,17 +11,18 @@
 // a mutex, the point locks of the keys that hash to it (a hash table of
 // keys with their holders, internal/keytable as in pointlock; an ordered
 // index of them only while the family has wide activity; and each
-// transaction's list of them), a
-// locktree.Tree with a copy of every wide lock of the family, the queues of
-// the point requests waiting in it, and its counters:
+// transaction's list of them), a locktree.Tree with a copy of every wide
+// lock of the family, the queues of the point requests waiting in it, and
+// its counters:
 //
 //	point [k, k]  ──hash(k) % S──▶ one stripe's point table
 //	wide  (any other range)     ──▶ every stripe's locktree (a copy in each)
 //
 //	 family (cf 1)
 //	 ┌──────────┬──────────┬──────────┬──────────┐
-//	 │ stripe 0 │ stripe 1 │ stripe 2 │ stripe 3 │  mutex, points, locktree,
-//	 │ [a] [e]  │ [b]      │ [c] [g]  │ [d]      │  point waiters
+//	 │ stripe 0 │ stripe 1 │ stripe 2 │ stripe 3 │  mutex, point table
+//	 │ [a] [e]  │ [b]      │ [c] [g]  │ [d]      │  (+ ordered index while
+//	 │          │          │          │          │  wide), locktree, waiters
 //	 │ [m, p)   │ [m, p)   │ [m, p)   │ [m, p)   │  wide: in every stripe
 //	 └──────────┴──────────┴──────────┴──────────┘
 //	 wide waiters: one FIFO list per family
@@ -64,6 +65,10 @@
 // Block, Unblock, SetBlockers and DropResource). Manager.admin (column
 // family registry changes) comes before all of them. A code path that
 // holds one stripe and needs all of them first drops the one it holds.
+// The ordered index of points takes no lock of its own: a stripe's index
+// is guarded by its stripe mutex, and it is built or dropped only with
+// every stripe mutex of the family held (so a point request, holding one,
+// sees it either present in every stripe or in none).
 //
 // # The life of a request
 //

@@ -67,6 +67,7 @@ type stripe struct {
 	// waiting indexes the queues of point waiters by key; nil until the
 	// first waiter.
 	waiting *btree.BTreeG[*keyQueue]
+	kqProbe keyQueue // search key of queueFor
 	// counters counts the point requests of the stripe.
 	counters lockwait.Counters
 	// memReported is the part of tree.Memory() already added to the
@@ -150,7 +151,9 @@ func (s *stripe) queueFor(key []byte) *keyQueue {
 	if s.waiting == nil || s.waiting.Len() == 0 {
 		return nil
 	}
-	kq, _ := s.waiting.Get(&keyQueue{key: key})
+	s.kqProbe.key = key
+	kq, _ := s.waiting.Get(&s.kqProbe)
+	s.kqProbe.key = nil
 	return kq
 }
 
@@ -160,7 +163,7 @@ func (s *stripe) queueForInsert(h uint64, key []byte) *keyQueue {
 	if s.waiting == nil {
 		s.waiting = btree.NewG(8, keyQueueLess)
 	}
-	if kq, ok := s.waiting.Get(&keyQueue{key: key}); ok {
+	if kq := s.queueFor(key); kq != nil {
 		return kq
 	}
 	kq := &keyQueue{key: key, h: h}
@@ -174,6 +177,7 @@ func (s *stripe) ascendWaitingLocked(r txnlock.Range, fn func(kq *keyQueue) bool
 	if s.waiting == nil || s.waiting.Len() == 0 {
 		return
 	}
+	// A probe of its own: fn may call queueFor, which uses s.kqProbe.
 	s.waiting.AscendGreaterOrEqual(&keyQueue{key: r.Start().Key()}, func(kq *keyQueue) bool {
 		if txnlock.Point(kq.key).Start().Compare(r.End()) >= 0 {
 			return false
