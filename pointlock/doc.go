@@ -13,7 +13,7 @@
 //	Manager
 //	 ├─ cfs (atomic pointer, copy on write) ─▶ cfTable: cf ─▶ lockMap
 //	 │      lockMap = [Stripes]stripe, chosen by a seeded hash of the key
-//	 │      stripe  = mu + table (open addressing: hash → *entry) +
+//	 │      stripe  = mu + table (internal/keytable: hash → *entry) +
 //	 │                counters (plain integers under mu, no atomics)
 //	 │      entry   = key + first holder + *extra (more holders, FIFO
 //	 │                queue of lockwait.Waiters, detector resource)
