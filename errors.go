@@ -66,7 +66,16 @@ type LockError struct {
 
 func (e *LockError) Error() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%v: %s %s %s %v", e.Err, e.Op, e.Txn, e.CF, e.Range)
+	fmt.Fprintf(&sb, "%v: %s", e.Err, e.Op)
+	// Name only what the call was about: a transaction and a range when the
+	// call had them (or when they are what was wrong).
+	if e.Txn.Valid() || errors.Is(e.Err, ErrInvalidTxn) {
+		fmt.Fprintf(&sb, " %s", e.Txn)
+	}
+	fmt.Fprintf(&sb, " %s", e.CF)
+	if e.Range.Valid() || errors.Is(e.Err, ErrInvalidRange) {
+		fmt.Fprintf(&sb, " %v", e.Range)
+	}
 	if e.Mode.Valid() {
 		fmt.Fprintf(&sb, " %v", e.Mode)
 	}

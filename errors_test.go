@@ -20,6 +20,11 @@ func TestLockErrorUnwraps(t *testing.T) {
 	require.True(t, errors.As(fmt.Errorf("wrapped: %w", err), &le))
 	require.Equal(t, TxnID(3), le.Txn)
 
+	cfErr := &LockError{Op: "add column family", CF: 4, Err: ErrColumnFamilyExists}
+	require.Equal(t, "txnlock: column family already exists: add column family cf 4", cfErr.Error(), "no txn or range that the call did not have")
+	badRange := &LockError{Op: "lock", Txn: 1, Mode: Shared, Err: ErrInvalidRange}
+	require.Equal(t, "txnlock: invalid range: lock txn 1 cf 0 <invalid range> S", badRange.Error())
+
 	ctxErr := &LockError{Op: "lock", Txn: 1, Range: Point(nil), Err: context.Canceled}
 	require.ErrorIs(t, ctxErr, context.Canceled)
 }
