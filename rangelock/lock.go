@@ -130,11 +130,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 		rs := []txnlock.Range{q.r}
 		wide := f.wideOverlapsLocked(rs)
 		f.unlockReqLocks(q)
-		if wide {
-			f.lockStripes()
-			f.recheckWideLocked(rs)
-			f.unlockStripes()
-		}
+		f.recheckWide(wide, rs)
 		return nil, nil
 	}
 	if timeout == txnlock.NoWait {
@@ -244,11 +240,7 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 		// upgrade granted just now may block them.
 		wide := f.wideOverlapsLocked(rs)
 		s.mu.Unlock()
-		if wide {
-			f.lockStripes()
-			f.recheckWideLocked(rs)
-			f.unlockStripes()
-		}
+		f.recheckWide(wide, rs)
 		return blockers
 	}
 	f.lockStripes()

@@ -36,11 +36,7 @@ func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool
 			f.recheckStripeLocked(s, rs)
 			wide := f.wideOverlapsLocked(rs)
 			s.mu.Unlock()
-			if wide {
-				f.lockStripes()
-				f.recheckWideLocked(rs)
-				f.unlockStripes()
-			}
+			f.recheckWide(wide, rs)
 			return nil
 		}
 		s.mu.Unlock()
@@ -213,4 +209,17 @@ func coversAll(pieces []txnlock.Range, r txnlock.Range) bool {
 		}
 	}
 	return at.Compare(r.End()) >= 0
+}
+
+// recheckWide re-checks the wide waiters that overlap rs, taking every
+// stripe mutex in order, once the caller has dropped its own stripe mutex
+// (the lock order forbids taking them while it is held). wide is what
+// wideOverlapsLocked(rs) said under that mutex; false costs nothing.
+func (f *family) recheckWide(wide bool, rs []txnlock.Range) {
+	if !wide {
+		return
+	}
+	f.lockStripes()
+	f.recheckWideLocked(rs)
+	f.unlockStripes()
 }
