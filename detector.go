@@ -16,10 +16,15 @@ import "time"
 // queue: resource → holders is all it needs, because queued waiters wait
 // for nothing else.
 //
-// Managers call Block, Unblock, SetBlockers and DropResource with their own
+// Managers call NewResource, SetBlockers and DropResource with their own
 // locks held: these must be quick and must not call back into a manager.
-// Check is called without manager locks, before the waiter sleeps. The
-// detector fails a waiter through Waiter.Fail, which only flags and signals.
+// The waiter's own goroutine calls Block, Check and Unblock, with no
+// manager lock held (internal/lockwait does it for both managers): a hot
+// lock's critical sections never wait for the detector's graph. So Block
+// may come after the wait has already ended (a fast grant) and Unblock
+// after the manager has moved on; a detector ignores a wait whose Waiter
+// is no longer active (an Active() bool method). The detector fails a
+// waiter through Waiter.Fail, which only flags and signals.
 //
 // A transaction never blocks itself: when a search follows a resource's
 // blockers it skips the transaction whose wait led to that resource (an
@@ -28,16 +33,26 @@ type Detector interface {
 	// NewResource returns an id, unique within the detector, for a lock
 	// that is about to get its first waiter.
 	NewResource() ResourceID
-	// Block records a wait edge: e.Txn waits for e.Resource.
-	Block(e WaitEdge)
-	// Unblock removes the wait edge of w (granted, failed or given up).
+	// Block records a wait edge: e.Txn waits for e.Resource (whose
+	// blockers the manager has set). It reports whether the wait needs a
+	// Check. False means no cycle can run through the wait now (none of
+	// the resource's blockers is itself waiting, or the wait is over), and
+	// a cycle that forms later needs a later edge (another Block, or a
+	// SetBlockers that makes a waiting transaction a blocker), whose
+	// search will find it: the waiter may sleep without calling Check. A
+	// hot lock with a queue behind running holders costs one Block and
+	// one Unblock per wait, and no search.
+	Block(e WaitEdge) (needsCheck bool)
+	// Unblock removes the wait edge of w (granted, failed or given up);
+	// a no-op if there is none.
 	Unblock(w Waiter)
 	// SetBlockers replaces the transactions that block resource r. The
 	// detector copies the slice.
 	SetBlockers(r ResourceID, blockers []TxnID)
 	// DropResource forgets r once its last waiter has left.
 	DropResource(r ResourceID)
-	// Check runs deadlock detection for waiter w before it sleeps. It
+	// Check runs deadlock detection for waiter w before it sleeps, if
+	// Block said it needs one. It
 	// returns a *DeadlockError if w must give up (it is the victim, or the
 	// search hit a limit under the assume-deadlock policy), else nil. Other
 	// victims are failed through their Waiter.
@@ -66,7 +81,7 @@ type WaitEdge struct {
 	Resource ResourceID
 	Lock     LockRef // what is requested, for reports
 	// LocksHeld is how many locks the waiter holds in its manager, for the
-	// fewest-locks victim policy.
+	// fewest-locks victim policy and the reports.
 	LocksHeld int
 	Since     time.Time
 }

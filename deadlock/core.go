@@ -142,21 +142,39 @@ func (c *core) check(w txnlock.Waiter) decision {
 	}
 }
 
+// block records e and reports whether the wait needs a Check: whether a
+// cycle may run through it now, because a blocker of its resource is
+// itself waiting (deadEnd). When none is, a cycle through e can only form
+// later, by an edge added after e: a Block whose resource has e's
+// transaction among its blockers (e's transaction is waiting, so that
+// Block needs a Check, whose search finds e), or a SetBlockers that makes
+// a waiting transaction a blocker (a suspect). Either search sees e. So
+// the usual wait, a queue behind running holders, is checked here, under
+// the mutex Block takes anyway, and its waiter never takes it for Check.
+func (c *core) block(e txnlock.WaitEdge) bool {
+	ed := c.g.block(e)
+	if ed == nil {
+		return false
+	}
+	_, dead := c.deadEnd(ed)
+	return !dead
+}
+
 // setBlockers installs r's blockers and reports whether it made a waiting
-// transaction a new blocker of a resource that has waiters (a suspect).
+// transaction a new blocker of a resource that has waits (a suspect).
 //
-// That is how a cycle forms without a new wait. A manager grants a lock,
-// Unblocks the grantee's wait, and sets the lock's blockers to include the
-// grantee, in one critical section of its own; but the grantee's goroutine
-// may meanwhile have asked for another lock elsewhere, blocked and been
-// checked while the old blockers were still recorded. Its check saw no
-// cycle; the SetBlockers that follows closes one.
+// That is how a cycle forms without a new wait: a transaction that waits
+// in two places at once is granted one of them, or a manager's
+// SetBlockers reaches the detector after the new blocker's goroutine has
+// already blocked elsewhere and been checked against the old blockers.
+// That check saw no cycle; the SetBlockers closes one. A grantee whose
+// goroutine has not yet Unblocked its finished wait is no suspect.
 func (c *core) setBlockers(id txnlock.ResourceID, blockers []txnlock.TxnID) bool {
 	r := c.g.resource(id)
 	found := false
 	if r.waits > 0 && len(c.g.txns) > 0 {
 		for _, b := range blockers {
-			if !r.blocks(b) && c.g.txns[b] != nil {
+			if !r.blocks(b) && c.g.waiting(b) {
 				c.suspects = append(c.suspects, b)
 				found = true
 			}
@@ -215,7 +233,7 @@ func (c *core) deadEnd(e *edge) (int, bool) {
 		return 0, false
 	}
 	for i, b := range e.res.blockers {
-		if b != e.txn && c.g.txns[b] != nil {
+		if b != e.txn && c.g.waiting(b) {
 			return i + 1, false
 		}
 	}

@@ -86,14 +86,16 @@ func (d *Detector) NewResource() txnlock.ResourceID {
 	return txnlock.ResourceID(d.nextRes.Add(1))
 }
 
-// Block records that e.Waiter waits for e.Resource (txnlock.Detector).
-func (d *Detector) Block(e txnlock.WaitEdge) {
+// Block records that e.Waiter waits for e.Resource, and reports whether
+// the wait needs a Check (txnlock.Detector).
+func (d *Detector) Block(e txnlock.WaitEdge) bool {
 	if d.opts.Mode == Off {
-		return
+		return false
 	}
 	d.mu.Lock()
-	d.mu.c.g.block(e)
+	needsCheck := d.mu.c.block(e)
 	d.mu.Unlock()
+	return needsCheck
 }
 
 // Unblock forgets w's wait; a no-op if the detector does not know it

@@ -47,9 +47,12 @@
 //
 // # The life of a Check (Mode OnBlock, the default)
 //
-//	manager (its lock held)         waiter (no manager lock)
-//	  NewResource, SetBlockers        Waiter.Wait
-//	  Block(waiter → res) ──────────▶   after DetectDelay: Check(w)
+//	manager (its lock held)         waiter (no manager lock), Waiter.Wait
+//	  queue the waiter,               Block(waiter → res)
+//	  NewResource, SetBlockers  ────▶   mu: record the wait; does a blocker
+//	                                        of res itself wait?
+//	                                    no: sleep, Unblock once woken
+//	                                    yes: after DetectDelay, Check(w)
 //	                                      │ mu: depth-first search from w's wait
 //	                                      │     back to w's transaction
 //	         ┌────────────────────────────┼───────────────────┐
@@ -62,8 +65,16 @@
 //	         │
 //	         ▼ OnDeadlock(err), after mu
 //
+// Block answers whether the wait needs a Check at all. If no blocker of
+// the resource is waiting, no cycle runs through the new wait: one can
+// only form later, when some edge is added after it, and the search that
+// edge triggers (its own Check, or a suspect's search) sees the earlier
+// wait. So a queue behind running holders, the common wait, costs one
+// Block and one Unblock, both from the waiter's goroutine, outside the
+// manager's critical sections, and no search.
+//
 // The victim's wait is removed from the graph at once, so no other search
-// breaks the same cycle twice; its manager's later Unblock is a no-op.
+// breaks the same cycle twice; its goroutine's later Unblock is a no-op.
 // When the victim is another transaction the search runs again from the
 // requester, which may have closed several cycles at once (it waits for a
 // lock with several holders) and is about to sleep.
@@ -96,13 +107,14 @@
 // it spends at most about a tenth of a processor on passes.
 // # Stale waits
 //
-// A manager grants a waiter, which wakes at once, a moment before its
-// Unblock reaches the detector; the woken transaction may already be
-// running, even releasing what it held. A search does not follow a wait
-// whose waiter says it no longer waits (a Waiter with an Active() bool
-// method, as lockwait.Waiter has), and checks every member again just
-// before it breaks a cycle, so a transaction that is running again is
-// never reported as deadlocked.
+// A manager grants a waiter, which wakes and then Unblocks its own wait;
+// the woken transaction may already be running, even releasing what it
+// held, and a fast grant may even come before the waiter's Block. A
+// search does not follow a wait whose waiter says it no longer waits (a
+// Waiter with an Active() bool method, as lockwait.Waiter has), Block does
+// not record one, and every member of a cycle is checked again just
+// before it is broken, so a transaction that is running again is never
+// reported as deadlocked.
 //
 // # Cycles that no Check sees
 //

@@ -51,10 +51,11 @@ type edge struct {
 }
 
 // activeWaiter is a Waiter that can say whether it still waits, as
-// lockwait.Waiter does. A manager grants a waiter (which wakes it) a
-// moment before it Unblocks it; in between the graph still shows the
-// wait. The search ignores such waits, so that a transaction already
-// running again is never part of a reported cycle.
+// lockwait.Waiter does. A manager grants a waiter, which wakes it; the
+// waiter's goroutine Unblocks it a moment later; in between the graph
+// still shows the wait. The search ignores such waits, so that a
+// transaction already running again is never part of a reported cycle,
+// and Block does not record a wait that ended before it came.
 type activeWaiter interface{ Active() bool }
 
 // active reports whether the wait may still be real: its waiter has not
@@ -100,6 +101,18 @@ func newGraph() graph {
 	}
 }
 
+// waiting reports whether txn has a wait that is still active.
+func (g *graph) waiting(txn txnlock.TxnID) bool {
+	if n := g.txns[txn]; n != nil {
+		for _, e := range n.waits {
+			if e.active() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // find returns w's wait, or nil.
 func (g *graph) find(w txnlock.Waiter) *edge {
 	if n := g.txns[w.Txn()]; n != nil {
@@ -134,10 +147,17 @@ func (g *graph) deleteResource(r *resource) {
 	}
 }
 
-// block records e. A second Block of the same waiter replaces its wait.
-func (g *graph) block(e txnlock.WaitEdge) {
+// block records e and returns its edge; nil for a nil waiter, or one
+// that says its wait has already ended (granted or failed before its
+// goroutine came to Block: its Unblock will find nothing). A second Block
+// of the same waiter replaces its wait.
+func (g *graph) block(e txnlock.WaitEdge) *edge {
 	if e.Waiter == nil {
-		return
+		return nil
+	}
+	act, _ := e.Waiter.(activeWaiter)
+	if act != nil && !act.Active() {
+		return nil
 	}
 	txn := e.Waiter.Txn()
 	n := g.txns[txn]
@@ -152,7 +172,6 @@ func (g *graph) block(e txnlock.WaitEdge) {
 	}
 	g.seq++
 	ed := g.newEdge()
-	act, _ := e.Waiter.(activeWaiter)
 	*ed = edge{
 		waiter:    e.Waiter,
 		act:       act,
@@ -172,6 +191,7 @@ func (g *graph) block(e txnlock.WaitEdge) {
 		ed.node = n
 	}
 	n.waits = append(n.waits, ed)
+	return ed
 }
 
 func (g *graph) newEdge() *edge {

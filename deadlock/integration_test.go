@@ -322,3 +322,48 @@ func runRandomized(t *testing.T, opts Options, seed uint64) {
 	require.LessOrEqual(t, uint64(nDeadlocks), st.Deadlocks+st.Assumed, "seed %d: every deadlock error was decided", seed)
 	t.Logf("seed %d: committed=%d deadlocks=%d %v", seed, nOK, nDeadlocks, st)
 }
+
+// TestFewestLocksCountsAfterBlock: pointlock counts a waiter's locks after
+// Block, outside its critical section, and the waiter reports them. The
+// fewest-locks policy must see those counts: txn 1 (one lock) waits for
+// txn 2 (three locks), which closes the cycle; the victim is txn 1. Were
+// the counts missing (0 each), the tie would go to the youngest, txn 2.
+func TestFewestLocksCountsAfterBlock(t *testing.T) {
+	det, err := New(Options{Victim: VictimFewestLocks})
+	require.NoError(t, err)
+	defer det.Close()
+	m, err := pointlock.New(pointlock.Options{WaitOptions: txnlock.WaitOptions{Detector: det, LockTimeout: txnlock.WaitForever}})
+	require.NoError(t, err)
+	defer m.Close()
+	ctx := context.Background()
+	lock := func(txn txnlock.TxnID, key string) error {
+		return m.Lock(ctx, txnlock.Request{Txn: txn, Range: txnlock.Point([]byte(key)), Mode: txnlock.Exclusive})
+	}
+	require.NoError(t, lock(1, "a"))
+	for _, k := range []string{"d", "e", "f"} {
+		require.NoError(t, lock(2, k))
+	}
+	first := make(chan error, 1)
+	go func() { first <- lock(1, "d") }()
+	require.Eventually(t, func() bool { return m.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	second := make(chan error, 1)
+	go func() { second <- lock(2, "a") }()
+
+	var de *txnlock.DeadlockError
+	select {
+	case err = <-first:
+		require.ErrorAs(t, err, &de)
+	case err = <-second:
+		require.ErrorAs(t, err, &de)
+		require.NoError(t, m.UnlockAll(2))
+		require.NoError(t, <-first)
+		require.NoError(t, m.UnlockAll(1))
+		t.Fatalf("the victim is txn %d, not txn 1:\n%s", de.Victim, de.Report())
+	}
+	require.Equal(t, txnlock.TxnID(1), de.Victim)
+	require.Contains(t, de.Report(), "TRANSACTION 1, holding 1 lock(s)")
+	require.Contains(t, de.Report(), "TRANSACTION 2, holding 3 lock(s)")
+	require.NoError(t, m.UnlockAll(1))
+	require.NoError(t, <-second)
+	require.NoError(t, m.UnlockAll(2))
+}

@@ -11,18 +11,22 @@ import (
 )
 
 // fakeDetector records the calls of the deadlock seam, checks that they are
-// consistent (no edge to an unknown resource, no double Block, no dropped
-// resource with edges), and finds the cycles of waiters that block each
+// consistent (no active wait on an unknown resource, no double Block, no
+// dropped resource with active waits), and finds the cycles of waiters that block each
 // other directly through resources, failing the newest waiter, so that the
 // seam can be tested before the deadlock package exists.
 type fakeDetector struct {
-	mu       sync.Mutex
-	next     txnlock.ResourceID
-	res      map[txnlock.ResourceID][]txnlock.TxnID
-	edges    map[txnlock.Waiter]txnlock.WaitEdge
-	log      []string
-	problems []string
-	checks   map[txnlock.TxnID]int
+	mu    sync.Mutex
+	next  txnlock.ResourceID
+	res   map[txnlock.ResourceID][]txnlock.TxnID
+	edges map[txnlock.Waiter]txnlock.WaitEdge
+	log   []string
+	// unblocked lists the waits removed since the last takeLog, apart from
+	// log: a waiter's goroutine unblocks itself, in no fixed order with
+	// the manager's calls.
+	unblocked []string
+	problems  []string
+	checks    map[txnlock.TxnID]int
 }
 
 // checked is how many times Check ran for txn's waiters.
@@ -49,9 +53,19 @@ func (d *fakeDetector) NewResource() txnlock.ResourceID {
 	return d.next
 }
 
-func (d *fakeDetector) Block(e txnlock.WaitEdge) {
+// active reports whether w still waits (lockwait.Waiter says so).
+func active(w txnlock.Waiter) bool { return w.(interface{ Active() bool }).Active() }
+
+// Block records e unless its wait already ended (granted before its
+// goroutine came to Block), and always asks for a Check, so that the log
+// shows every wait's.
+func (d *fakeDetector) Block(e txnlock.WaitEdge) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if !active(e.Waiter) {
+		d.logf("block %d: over already", uint64(e.Waiter.Txn()))
+		return false
+	}
 	if _, ok := d.res[e.Resource]; !ok {
 		d.problems = append(d.problems, fmt.Sprintf("block on unknown r%d", e.Resource))
 	}
@@ -60,6 +74,7 @@ func (d *fakeDetector) Block(e txnlock.WaitEdge) {
 	}
 	d.edges[e.Waiter] = e
 	d.logf("block %d -> r%d (%v, holds %d)", uint64(e.Waiter.Txn()), e.Resource, e.Lock, e.LocksHeld)
+	return true
 }
 
 func (d *fakeDetector) Unblock(w txnlock.Waiter) {
@@ -67,11 +82,10 @@ func (d *fakeDetector) Unblock(w txnlock.Waiter) {
 	defer d.mu.Unlock()
 	e, ok := d.edges[w]
 	if !ok {
-		d.problems = append(d.problems, "unblock without block")
-		return
+		return // Block found the wait over already
 	}
 	delete(d.edges, w)
-	d.logf("unblock %d -> r%d", uint64(w.Txn()), e.Resource)
+	d.unblocked = append(d.unblocked, fmt.Sprintf("%d -> r%d", uint64(w.Txn()), e.Resource))
 }
 
 func (d *fakeDetector) SetBlockers(r txnlock.ResourceID, b []txnlock.TxnID) {
@@ -89,9 +103,9 @@ func (d *fakeDetector) SetBlockers(r txnlock.ResourceID, b []txnlock.TxnID) {
 func (d *fakeDetector) DropResource(r txnlock.ResourceID) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for _, e := range d.edges {
-		if e.Resource == r {
-			d.problems = append(d.problems, fmt.Sprintf("drop r%d with edges", r))
+	for w, e := range d.edges {
+		if e.Resource == r && active(w) {
+			d.problems = append(d.problems, fmt.Sprintf("drop r%d with active waits", r))
 		}
 	}
 	delete(d.res, r)
@@ -111,7 +125,7 @@ func (d *fakeDetector) Check(w txnlock.Waiter) error {
 			continue
 		}
 		for ow, oe := range d.edges {
-			if ow.Txn() == b && slices.Contains(d.res[oe.Resource], w.Txn()) {
+			if ow.Txn() == b && active(ow) && slices.Contains(d.res[oe.Resource], w.Txn()) {
 				d.logf("check %d: cycle with %d", uint64(w.Txn()), uint64(b))
 				err := &txnlock.DeadlockError{Victim: w.Txn(), Cycle: []txnlock.CycleEntry{
 					{Txn: w.Txn(), Lock: me.Lock}, {Txn: b, Lock: oe.Lock}}}
@@ -132,6 +146,11 @@ func (d *fakeDetector) takeLog() string {
 	var sb strings.Builder
 	for _, l := range d.log {
 		sb.WriteString(l + "\n")
+	}
+	if len(d.unblocked) > 0 {
+		slices.Sort(d.unblocked)
+		fmt.Fprintf(&sb, "unblocked %s\n", strings.Join(d.unblocked, ", "))
+		d.unblocked = nil
 	}
 	for _, p := range d.problems {
 		sb.WriteString("PROBLEM: " + p + "\n")

@@ -37,14 +37,15 @@
 //	  ├─ Timeout == NoWait ──────────────────────────────────▶ ErrLockTimeout
 //	  ▼
 //	queue a lockwait.Waiter on the entry: at the back, or for an upgrade
-//	behind earlier upgrades and ahead of everyone else; Detector.Block
-//	  │ unlock stripe.mu
+//	behind earlier upgrades and ahead of everyone else
+//	  │ unlock stripe.mu; count the txn's locks (for the detector)
 //	  ▼
-//	Waiter.Wait(ctx, timeout, clock, detector)
+//	Waiter.Wait(ctx, timeout, clock, detector): Block, maybe Check, ...
 //	  ├─ Grant by a releaser (under stripe.mu: hold recorded in the entry
-//	  │  and the transaction's record, then signalled, then unlinked) ─▶ nil
-//	  └─ Fail (timeout, ctx, deadlock victim, Close) ─▶ lock stripe.mu,
-//	     unlink, Detector.Unblock, re-check the queue like a release ─▶ err
+//	  │  and the transaction's record, then signalled, then unlinked)
+//	  │  ─▶ Unblock ─▶ nil
+//	  └─ Fail (timeout, ctx, deadlock victim, Close) ─▶ Unblock; lock
+//	     stripe.mu, unlink, re-check the queue like a release ─▶ err
 //
 // A release (Unlock, UnlockAll, or a waiter that gives up) ends in
 // settleLocked: it walks the queue from the front, skips waiters that
@@ -60,16 +61,17 @@
 // # Deadlock seam
 //
 // When an entry gets its first waiter it asks the Detector for a
-// ResourceID and sets its blockers (the holders). Every waiter is a Block
-// edge to that resource; every change of the holders while waiters exist
-// calls SetBlockers again; a grant or a removal calls Unblock; the last
-// waiter to leave calls DropResource. With a nil Detector none of this
-// happens.
+// ResourceID and sets its blockers (the holders); every change of the
+// holders while waiters exist calls SetBlockers again; the last waiter to
+// leave calls DropResource. The waiter's own goroutine, in Waiter.Wait,
+// reports its wait to that resource (Block) and removes it (Unblock),
+// outside the stripe's critical sections: a hot key's queue never waits
+// for the detector's graph. With a nil Detector none of this happens.
 //
 // # Lock order
 //
 //	stripe.mu ─▶ txntable stripe mutex
-//	stripe.mu ─▶ the Detector's own mutex (Block, Unblock, SetBlockers, ...)
+//	stripe.mu ─▶ the Detector's own mutex (SetBlockers, DropResource)
 //
 // A goroutine holds at most one stripe.mu, except DropColumnFamily, which
 // locks all stripes of one column family in index order. Manager.cfMu

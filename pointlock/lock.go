@@ -76,6 +76,11 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	}
 	w := m.enqueueLocked(st, e, &req, held != nil)
 	st.mu.Unlock()
+	if m.det != nil {
+		// Counted here, off the key's critical section: the transaction
+		// table is another stripe's cache lines.
+		w.LocksHeld = m.locksHeld(req.Txn)
+	}
 
 	err = w.Wait(ctx, timeout, m.clock, m.det)
 	if err == nil {
@@ -166,8 +171,9 @@ func (m *Manager) reserveKey() bool {
 	return true
 }
 
-// enqueueLocked queues a waiter for req on e and reports the wait to the
-// detector.
+// enqueueLocked queues a waiter for req on e and, with a detector, gives it
+// the entry's resource (made on the first waiter, with the holders as its
+// blockers). The waiter reports its wait itself, in Wait.
 func (m *Manager) enqueueLocked(st *stripe, e *entry, req *txnlock.Request, upgrade bool) *lockwait.Waiter {
 	ref := txnlock.LockRef{CF: req.CF, Mode: req.Mode}
 	if m.det != nil {
@@ -190,13 +196,6 @@ func (m *Manager) enqueueLocked(st *stripe, e *entry, req *txnlock.Request, upgr
 			m.det.SetBlockers(x.res, st.scratch)
 		}
 		w.Resource = x.res
-		m.det.Block(txnlock.WaitEdge{
-			Waiter:    w,
-			Resource:  x.res,
-			Lock:      ref,
-			LocksHeld: m.locksHeld(req.Txn),
-			Since:     w.Since,
-		})
 	}
 	return w
 }

@@ -147,9 +147,6 @@ func (m *Manager) grantWaitersLocked(st *stripe, e *entry) bool {
 		x.q.Remove(w)
 		st.c.Acquired++
 		st.c.EndWait(nil, w.Since, m.now())
-		if m.det != nil {
-			m.det.Unblock(w)
-		}
 		granted = true
 		w = next
 	}
@@ -174,12 +171,9 @@ func (m *Manager) setBlockersLocked(st *stripe, e *entry) {
 func (m *Manager) removeWaiterLocked(st *stripe, h uint64, e *entry, w *lockwait.Waiter, err error) {
 	e.x.q.Remove(w)
 	st.c.EndWait(err, w.Since, m.now())
-	if m.det != nil {
-		m.det.Unblock(w)
-		if e.x.q.Len() == 0 && e.x.res != 0 {
-			m.det.DropResource(e.x.res)
-			e.x.res = 0
-		}
+	if m.det != nil && e.x.q.Len() == 0 && e.x.res != 0 {
+		m.det.DropResource(e.x.res)
+		e.x.res = 0
 	}
 	m.settleLocked(st, h, e, e.h.rec != nil, false)
 }

@@ -62,7 +62,8 @@
 //
 // Stripe mutexes of one family in ascending stripe index, then a
 // transaction-table shard mutex, then the Detector's own mutex (inside its
-// Block, Unblock, SetBlockers and DropResource). Manager.admin (column
+// SetBlockers and DropResource; a waiter's Block, Check and Unblock run in
+// lockwait.Waiter.Wait with no lock held). Manager.admin (column
 // family registry changes) comes before all of them. A code path that
 // holds one stripe and needs all of them first drops the one it holds.
 // The ordered index of points takes no lock of its own: a stripe's index
@@ -85,7 +86,8 @@
 //	  NoWait                                         ──▶ ErrLockTimeout
 //	  queue (point: per-key queue of its stripe; wide: the family list),
 //	  give the Detector a resource with the blockers, unlock, sleep in
-//	  lockwait.Waiter.Wait until granted, timed out, cancelled, victim.
+//	  lockwait.Waiter.Wait (which reports the wait to the Detector and
+//	  removes it) until granted, timed out, cancelled, victim.
 //
 // A transaction that already holds all of the range Shared and asks for
 // Exclusive (an upgrade) waits only for the other holders, never for the

@@ -206,7 +206,7 @@ func (f *family) enqueueLocked(q *request, blockers []txnlock.TxnID) *waiter {
 			w.lw.Resource = det.NewResource()
 			det.SetBlockers(w.lw.Resource, w.blockers)
 		}
-		det.Block(txnlock.WaitEdge{Waiter: w.lw, Resource: w.lw.Resource, Lock: ref, LocksHeld: held, Since: now})
+		w.lw.LocksHeld = held // Wait reports the wait (Block)
 	}
 	return w
 }
@@ -219,11 +219,8 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 	finish := func(c *lockwait.Counters) {
 		blockers = f.blockersLocked(&w.request, w.seq, nil)
 		c.EndWait(err, w.lw.Since, f.m.clock.Now())
-		if det := f.m.det; det != nil {
-			det.Unblock(w.lw)
-			if !w.shared {
-				det.DropResource(w.lw.Resource)
-			}
+		if det := f.m.det; det != nil && !w.shared {
+			det.DropResource(w.lw.Resource) // Wait has unblocked w
 		}
 	}
 	rs := []txnlock.Range{w.r}

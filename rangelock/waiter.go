@@ -214,11 +214,9 @@ func (f *family) grantLocked(w *waiter) bool {
 	}
 	now := f.m.clock.Now()
 	det := f.m.det
-	if det != nil {
-		det.Unblock(w.lw)
-		if !w.shared {
-			det.DropResource(w.lw.Resource)
-		}
+	if det != nil && !w.shared {
+		// The waiter unblocks itself when it wakes (lockwait.Waiter.Wait).
+		det.DropResource(w.lw.Resource)
 	}
 	// The transaction's record may have been taken by an UnlockAll that
 	// ran while w waited (a closing engine releases every transaction):

@@ -29,6 +29,11 @@ type Waiter struct {
 	Since time.Time
 	// Resource is the waiter's node in the detector's graph, if any.
 	Resource txnlock.ResourceID
+	// LocksHeld is how many locks the transaction holds in the owning
+	// manager, for the detector (WaitEdge.LocksHeld). The waiting
+	// goroutine may set it after queueing, before Wait, without the
+	// manager's lock: only Wait reads it.
+	LocksHeld int
 	// Ext is for the owning manager's own bookkeeping.
 	Ext any
 
@@ -94,15 +99,24 @@ func (w *Waiter) Err() error {
 }
 
 // Wait sleeps until the waiter is granted or fails, and returns nil or the
-// failure. The caller has queued w and reported it to det (if any) and
-// holds no manager lock. timeout is the resolved wait (NoWait is handled by
-// the manager before queueing; WaitForever never fires).
+// failure. The caller has queued w (and, with a detector, set w.Resource,
+// whose blockers it told det) and holds no manager lock. timeout is the
+// resolved wait (NoWait is handled by the manager before queueing;
+// WaitForever never fires).
+//
+// With a detector, Wait reports the wait (Block), checks it if Block asks
+// for it (at once, or after the detector's DetectDelay) and removes it
+// (Unblock) before it returns: all outside the manager's critical
+// sections.
 //
 // On a non-nil return the waiter is still linked in its queue: the caller
-// must unlink it, call det.Unblock, and re-check the queue behind it.
+// must unlink it and re-check the queue behind it.
 func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.Clock, det txnlock.Detector) error {
 	var graceC <-chan time.Time
 	if det != nil {
+		defer det.Unblock(w)
+	}
+	if det != nil && det.Block(txnlock.WaitEdge{Waiter: w, Resource: w.Resource, Lock: w.Lock, LocksHeld: w.LocksHeld, Since: w.Since}) {
 		switch delay := det.DetectDelay(); {
 		case delay == 0:
 			if err := det.Check(w); err != nil {

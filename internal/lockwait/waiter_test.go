@@ -58,13 +58,20 @@ func TestContextCancel(t *testing.T) {
 }
 
 // fakeDet fails every waiter it checks, as a detector that picked the
-// requester as the victim would.
+// requester as the victim would. Block asks for a Check unless noCheck.
 type fakeDet struct {
 	txnlock.Detector
-	delay  time.Duration
-	checks int
+	delay            time.Duration
+	noCheck          bool
+	blocks, unblocks int
+	checks           int
 }
 
+func (d *fakeDet) Block(e txnlock.WaitEdge) bool {
+	d.blocks++
+	return !d.noCheck
+}
+func (d *fakeDet) Unblock(w txnlock.Waiter)   { d.unblocks++ }
 func (d *fakeDet) DetectDelay() time.Duration { return d.delay }
 func (d *fakeDet) Check(w txnlock.Waiter) error {
 	d.checks++
@@ -74,9 +81,12 @@ func (d *fakeDet) Check(w txnlock.Waiter) error {
 func TestCheckOnBlockAndAfterGrace(t *testing.T) {
 	d := &fakeDet{}
 	w := newW(4)
-	err := w.Wait(context.Background(), txnlock.WaitForever, txnlock.SystemClock{}, d)
+	// A timeout, so that a missing Check fails the test instead of hanging it.
+	err := w.Wait(context.Background(), time.Minute, txnlock.SystemClock{}, d)
 	require.ErrorIs(t, err, txnlock.ErrDeadlock)
 	require.Equal(t, 1, d.checks)
+	require.Equal(t, 1, d.blocks)
+	require.Equal(t, 1, d.unblocks, "Wait removes the wait it reported")
 
 	clock := manualclock.New()
 	d = &fakeDet{delay: 10 * time.Millisecond}
@@ -94,6 +104,15 @@ func TestCheckOnBlockAndAfterGrace(t *testing.T) {
 	w.Grant()
 	require.NoError(t, <-done)
 	require.Equal(t, 0, d.checks, "a negative delay never checks")
+
+	// Block said the wait needs no Check: the waiter sleeps unchecked.
+	d = &fakeDet{noCheck: true}
+	w = newW(7)
+	go func() { done <- w.Wait(context.Background(), txnlock.WaitForever, clock, d) }()
+	w.Grant()
+	require.NoError(t, <-done)
+	require.Equal(t, 0, d.checks, "a wait Block says needs no Check is not checked")
+	require.Equal(t, 1, d.unblocks)
 }
 
 // TestGrantFailRace: exactly one of Grant and Fail wins, and Wait reports
