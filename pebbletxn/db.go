@@ -32,6 +32,10 @@ type DB struct {
 	// Manager.AddColumnFamily is called under cfMu.
 	mu     sync.RWMutex
 	closed bool
+	// closedFlag mirrors closed (set under mu.Lock) for the checks around
+	// every lock request, which need no Pebble access and so no RLock: a
+	// contended reader count would cost more than the lock request.
+	closedFlag atomic.Bool
 
 	// cfMu guards cfs and nextCF.
 	cfMu   sync.Mutex
@@ -204,6 +208,7 @@ func (db *DB) Close() error {
 		return ErrClosed
 	}
 	db.closed = true
+	db.closedFlag.Store(true)
 	db.mu.Unlock()
 	db.txnMu.Lock()
 	open := make([]txnlock.TxnID, 0, len(db.txns))
@@ -222,11 +227,7 @@ func (db *DB) Close() error {
 }
 
 // isClosed reports whether Close was called.
-func (db *DB) isClosed() bool {
-	db.mu.RLock()
-	defer db.mu.RUnlock()
-	return db.closed
-}
+func (db *DB) isClosed() bool { return db.closedFlag.Load() }
 
 func (db *DB) addTxn(t *Txn) {
 	db.txnMu.Lock()

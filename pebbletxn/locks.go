@@ -12,6 +12,21 @@ type lockKey struct {
 	key string
 }
 
+// heldPoint is a point lock in a transaction's record: its key is
+// keys[off:off+n] of the record.
+type heldPoint struct {
+	cf     txnlock.ColumnFamily
+	mode   txnlock.Mode
+	off, n uint32
+}
+
+func (p heldPoint) key(keys []byte) []byte { return keys[p.off : p.off+p.n] }
+
+// maxScanned is how many point locks a record scans linearly before it
+// indexes them in a map: a short transaction (a handful of rows and their
+// index entries) allocates no map and copies its keys into one buffer.
+const maxScanned = 16
+
 // heldRange is a range lock in a transaction's record.
 type heldRange struct {
 	cf   txnlock.ColumnFamily
@@ -21,17 +36,41 @@ type heldRange struct {
 
 // lockSet is a transaction's record of the locks it holds, so that a lock
 // already held in a covering mode is not sent to the manager again. It is
-// owned by the transaction's goroutine.
+// owned by the transaction's goroutine, and never copied once used (points
+// and keys start in its own arrays).
 type lockSet struct {
-	points   map[lockKey]txnlock.Mode
+	points []heldPoint // in the order taken
+	keys   []byte      // the points' keys, back to back
+	// index maps a point to its place in points, once there are more
+	// than maxScanned.
+	index    map[lockKey]int
 	ranges   []heldRange // few per transaction: scanned linearly
 	requests int         // lock requests sent to the manager
+
+	pointsBuf [8]heldPoint
+	keysBuf   [256]byte
+}
+
+// find returns the place of key in cf in s.points, or -1.
+func (s *lockSet) find(cf txnlock.ColumnFamily, key []byte) int {
+	if s.index != nil {
+		if i, ok := s.index[lockKey{cf, string(key)}]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, p := range s.points {
+		if p.cf == cf && int(p.n) == len(key) && string(p.key(s.keys)) == string(key) {
+			return i
+		}
+	}
+	return -1
 }
 
 // covers reports whether the record holds key in cf in a mode covering mode,
 // as a point lock or inside a range lock.
 func (s *lockSet) covers(cf txnlock.ColumnFamily, key []byte, mode txnlock.Mode) bool {
-	if m, ok := s.points[lockKey{cf, string(key)}]; ok && m.Covers(mode) {
+	if i := s.find(cf, key); i >= 0 && s.points[i].mode.Covers(mode) {
 		return true
 	}
 	for _, h := range s.ranges {
@@ -42,13 +81,47 @@ func (s *lockSet) covers(cf txnlock.ColumnFamily, key []byte, mode txnlock.Mode)
 	return false
 }
 
+// addPoint records key in cf as held in mode (or stronger, if it was).
 func (s *lockSet) addPoint(cf txnlock.ColumnFamily, key []byte, mode txnlock.Mode) {
-	if s.points == nil {
-		s.points = make(map[lockKey]txnlock.Mode)
+	if i := s.find(cf, key); i >= 0 {
+		s.points[i].mode = s.points[i].mode.Max(mode)
+		return
 	}
-	k := lockKey{cf, string(key)}
-	s.points[k] = s.points[k].Max(mode)
+	if s.points == nil {
+		s.points, s.keys = s.pointsBuf[:0], s.keysBuf[:0]
+	}
+	s.points = append(s.points, heldPoint{cf: cf, mode: mode, off: uint32(len(s.keys)), n: uint32(len(key))})
+	s.keys = append(s.keys, key...)
+	switch n := len(s.points); {
+	case s.index != nil:
+		s.index[lockKey{cf, string(key)}] = n - 1
+	case n > maxScanned:
+		s.index = make(map[lockKey]int, 2*n)
+		for i, p := range s.points {
+			s.index[lockKey{p.cf, string(p.key(s.keys))}] = i
+		}
+	}
 }
+
+// removePoint forgets key in cf (an early Unlock). The key's bytes stay
+// in s.keys until the transaction ends.
+func (s *lockSet) removePoint(cf txnlock.ColumnFamily, key []byte) {
+	i := s.find(cf, key)
+	if i < 0 {
+		return
+	}
+	last := len(s.points) - 1
+	if s.index != nil {
+		delete(s.index, lockKey{cf, string(key)})
+		if i != last {
+			p := s.points[last]
+			s.index[lockKey{p.cf, string(p.key(s.keys))}] = i
+		}
+	}
+	s.points[i] = s.points[last]
+	s.points = s.points[:last]
+}
+
 
 // Lock locks key in cf (nil: the default column family) in mode, unless the
 // transaction already holds it in a covering mode (then no request is sent).
@@ -130,7 +203,7 @@ func (t *Txn) Unlock(cf *ColumnFamily, key []byte) error {
 	if err := t.db.opts.Manager.Unlock(t.id, cf.id, txnlock.Point(key)); err != nil {
 		return err
 	}
-	delete(t.locks.points, lockKey{cf.id, string(key)})
+	t.locks.removePoint(cf.id, key)
 	return nil
 }
 

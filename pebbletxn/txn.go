@@ -240,5 +240,5 @@ func (t *Txn) finish() {
 	}
 	_ = t.batch.Close()
 	t.batch = nil
-	t.locks = lockSet{requests: t.locks.requests}
+	t.locks = lockSet{requests: t.locks.requests} // drops the buffers
 }

@@ -135,9 +135,9 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 	}
 	if timeout == txnlock.NoWait {
 		f.countersLocked(q).Timeouts++
-		blockers = slices.Clone(blockers)
+		report := slices.Clone(blockers) // a new variable: buf stays on the stack
 		f.unlockReqLocks(q)
-		return blockers, txnlock.ErrLockTimeout
+		return report, txnlock.ErrLockTimeout
 	}
 	w := f.enqueueLocked(q, blockers)
 	f.unlockReqLocks(q)

@@ -360,13 +360,14 @@ func (s *stripe) freePointLockLocked(pl *pointLock) {
 
 // releaseAllPointsLocked releases every point lock of txn in s (sp is its
 // entry for s) and gives its list back to the stripe. If rel is not nil,
-// it appends the released keys (as [k, k] ranges over copies). It returns
-// how many it released.
-func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel *[]txnlock.Range) int {
+// it appends the released keys (as [k, k] ranges over copies). With
+// queues, it appends to kqs the queues of the released keys that have
+// waiters. It returns how many it released, and kqs.
+func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel *[]txnlock.Range, queues bool, kqs []*keyQueue) (int, []*keyQueue) {
 	s.forgetTxnLocked(txn)
 	tp := sp.tp
 	if tp == nil {
-		return 0
+		return 0, kqs
 	}
 	sp.tp = nil
 	n := len(tp.locks)
@@ -375,10 +376,15 @@ func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel
 		if rel != nil {
 			*rel = append(*rel, txnlock.Point(bytes.Clone(pl.key())))
 		}
+		if queues {
+			if kq := s.queueFor(pl.key()); kq != nil {
+				kqs = append(kqs, kq)
+			}
+		}
 		s.dropHoldLocked(pl, pl.holderIndex(txn))
 	}
 	s.freeTxnPointsLocked(tp)
-	return n
+	return n, kqs
 }
 
 // resetPointsLocked forgets every point lock of s (Close).

@@ -123,17 +123,29 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 			return
 		}
 		var rel []txnlock.Range
-		relp := &rel
-		if !s.hasWaitersLocked() && f.wide.Len() == 0 {
-			relp = nil // nobody to wake: no need to know the keys
+		var kqBuf [8]*keyQueue
+		kqs := kqBuf[:0]
+		var n int
+		switch {
+		case f.wide.Len() > 0:
+			// Wide waiters may overlap what is released: keep the keys.
+			n, _ = s.releaseAllPointsLocked(txn, sp, &rel, false, nil)
+		case s.hasWaitersLocked():
+			// Only this stripe's point waiters can be woken: find the
+			// released keys' queues as the keys go.
+			n, kqs = s.releaseAllPointsLocked(txn, sp, nil, true, kqs)
+		default:
+			n, _ = s.releaseAllPointsLocked(txn, sp, nil, false, nil) // nobody to wake
 		}
-		n := s.releaseAllPointsLocked(txn, sp, relp)
 		if n == 0 {
 			s.mu.Unlock()
 			return
 		}
 		s.syncMemLocked(&f.m.mem)
 		s.counters.Released += uint64(n)
+		for _, kq := range kqs {
+			f.recheckQueueLocked(s, kq)
+		}
 		f.recheckStripeLocked(s, rel)
 		wide := f.wideOverlapsLocked(rel)
 		s.mu.Unlock()
@@ -165,7 +177,7 @@ func (f *family) unlockAllWide(txn txnlock.TxnID, t *famTouch) {
 		n := 0
 		t.stripes(func(sp *stripePoints) {
 			if sp.idx == i {
-				n = s.releaseAllPointsLocked(txn, sp, &rel)
+				n, _ = s.releaseAllPointsLocked(txn, sp, &rel, false, nil)
 			}
 		})
 		s.syncMemLocked(&f.m.mem)
