@@ -122,7 +122,6 @@ func (s *lockSet) removePoint(cf txnlock.ColumnFamily, key []byte) {
 	s.points = s.points[:last]
 }
 
-
 // Lock locks key in cf (nil: the default column family) in mode, unless the
 // transaction already holds it in a covering mode (then no request is sent).
 // The lock is held until Commit or Rollback. Errors are the manager's

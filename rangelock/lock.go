@@ -79,8 +79,10 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 			}
 			q.tp = s.txnPointsLocked(q.txn)
 			// A key nobody holds, no wide lock over it, no wide
-			// waiter in the family, no point waiter in the stripe.
-			if pl == nil && f.wide.Len() == 0 && !s.hasWaitersLocked() &&
+			// waiter in the family, nobody queued for the key (a
+			// queue of a key nobody holds is one whose head just
+			// failed and is leaving: it still goes first).
+			if pl == nil && f.wide.Len() == 0 && (!s.hasWaitersLocked() || s.queueFor(q.key) == nil) &&
 				(s.tree.Len() == 0 || (!s.tree.HasConflict(q.txn, q.r, q.mode) && !s.tree.Covered(q.txn, q.r, q.mode))) &&
 				m.mem.fitsLocked(f, q) {
 				s.insertFreshAtLocked(pos, q.txn, q.tp, q.h, q.key, q.mode)
