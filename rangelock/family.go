@@ -68,6 +68,11 @@ type stripe struct {
 	// first waiter.
 	waiting *btree.BTreeG[*keyQueue]
 	kqProbe keyQueue // search key of queueFor
+	// waitingBits counts the queues in waiting by six bits of their key's
+	// hash (waitBits): a zero count tells queueFor that a key has no
+	// queue without a search of the B-tree, which a stripe with a few
+	// waiting keys would otherwise pay on every lock and release.
+	waitingBits [64]uint32
 	// counters counts the point requests of the stripe.
 	counters lockwait.Counters
 	// memReported is the part of tree.Memory() already added to the
@@ -146,9 +151,14 @@ func (f *family) orderPointsLocked() {
 	}
 }
 
-// queueFor returns the queue of point waiters on key in s, or nil.
-func (s *stripe) queueFor(key []byte) *keyQueue {
-	if s.waiting == nil || s.waiting.Len() == 0 {
+// waitBits picks the six bits of a key's hash that waitingBits counts:
+// bits the stripe index (the low bits) and the key table (the high bits)
+// do not use.
+func waitBits(h uint64) int { return int(h>>32) & 63 }
+
+// queueFor returns the queue of point waiters on key (hash h) in s, or nil.
+func (s *stripe) queueFor(h uint64, key []byte) *keyQueue {
+	if s.waitingBits[waitBits(h)] == 0 {
 		return nil
 	}
 	s.kqProbe.key = key
@@ -163,12 +173,19 @@ func (s *stripe) queueForInsert(h uint64, key []byte) *keyQueue {
 	if s.waiting == nil {
 		s.waiting = btree.NewG(8, keyQueueLess)
 	}
-	if kq := s.queueFor(key); kq != nil {
+	if kq := s.queueFor(h, key); kq != nil {
 		return kq
 	}
 	kq := &keyQueue{key: key, h: h}
 	s.waiting.ReplaceOrInsert(kq)
+	s.waitingBits[waitBits(h)]++
 	return kq
+}
+
+// deleteQueueLocked removes kq, now empty, from s's index.
+func (s *stripe) deleteQueueLocked(kq *keyQueue) {
+	s.waiting.Delete(kq)
+	s.waitingBits[waitBits(kq.h)]--
 }
 
 // ascendWaitingLocked calls fn for the queue of every waiting key of s in

@@ -82,7 +82,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 			// waiter in the family, nobody queued for the key (a
 			// queue of a key nobody holds is one whose head just
 			// failed and is leaving: it still goes first).
-			if pl == nil && f.wide.Len() == 0 && (!s.hasWaitersLocked() || s.queueFor(q.key) == nil) &&
+			if pl == nil && f.wide.Len() == 0 && s.queueFor(q.h, q.key) == nil &&
 				(s.tree.Len() == 0 || (!s.tree.HasConflict(q.txn, q.r, q.mode) && !s.tree.Covered(q.txn, q.r, q.mode))) &&
 				m.mem.fitsLocked(f, q) {
 				s.insertFreshAtLocked(pos, q.txn, q.tp, q.h, q.key, q.mode)
@@ -128,7 +128,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 			f.unlockStripes()
 			return nil, nil
 		}
-		f.refreshAfterUpgradeLocked(q, f.stripes[q.stripe].queueFor(q.key))
+		f.refreshAfterUpgradeLocked(q, f.stripes[q.stripe].queueFor(q.h, q.key))
 		rs := []txnlock.Range{q.r}
 		wide := f.wideOverlapsLocked(rs)
 		f.unlockReqLocks(q)
@@ -158,7 +158,7 @@ func (f *family) acquireLocked(q *request) {
 		s.acquirePointLocked(q.txn, q.tp, q.h, q.key, q.mode)
 		s.counters.Acquired++
 		s.syncMemLocked(&f.m.mem)
-		if kq := s.queueFor(q.key); kq != nil {
+		if kq := s.queueFor(q.h, q.key); kq != nil {
 			f.refreshKeyLocked(s, kq) // a new holder of a key with waiters
 		}
 		return

@@ -377,7 +377,7 @@ func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel
 			*rel = append(*rel, txnlock.Point(bytes.Clone(pl.key())))
 		}
 		if queues {
-			if kq := s.queueFor(pl.key()); kq != nil {
+			if kq := s.queueFor(pl.h, pl.key()); kq != nil {
 				kqs = append(kqs, kq)
 			}
 		}

@@ -96,7 +96,7 @@ func (f *family) blockersLocked(q *request, seq uint64, dst []txnlock.TxnID) []t
 	}
 	mid := len(dst)
 	if q.point() {
-		if kq := f.stripes[q.stripe].queueFor(q.key); kq != nil {
+		if kq := f.stripes[q.stripe].queueFor(q.h, q.key); kq != nil {
 			dst = queueBlockers(&kq.q, q, seq, base, dst)
 		}
 		dst = queueBlockers(&f.wide, q, seq, base, dst)
@@ -277,6 +277,6 @@ func (f *family) unlinkLocked(w *waiter) {
 			f.m.det.DropResource(kq.res)
 			kq.res, kq.holders = 0, nil
 		}
-		f.stripes[w.stripe].waiting.Delete(kq)
+		f.stripes[w.stripe].deleteQueueLocked(kq)
 	}
 }
