@@ -33,6 +33,56 @@ type Observer interface {
 	RunDone(r *RunResult)
 }
 
+// PairedRatios returns, for each complete mirrored block of the runs at
+// threads (in run order, len(locks) kinds forward then backward), the mean
+// QPS of lock in the block divided by the mean QPS of locks[0] in the
+// same block. Runs of one block are adjacent in time, so a machine whose
+// speed wanders over minutes moves both sides of each ratio together; the
+// median of the blocks' ratios is the comparison least moved by it.
+func PairedRatios(runs []*RunResult, locks []LockKind, threads int, lock LockKind) []float64 {
+	var at []*RunResult
+	for _, r := range runs {
+		if r.Threads == threads {
+			at = append(at, r)
+		}
+	}
+	slices.SortFunc(at, func(a, b *RunResult) int { return a.Seq - b.Seq })
+	block := 2 * len(locks)
+	var out []float64
+	for i := 0; i+block <= len(at); i += block {
+		var base, other float64
+		var nb, no int
+		for _, r := range at[i : i+block] {
+			switch r.Lock {
+			case locks[0]:
+				base += r.QPS()
+				nb++
+			case lock:
+				other += r.QPS()
+				no++
+			}
+		}
+		if nb > 0 && no > 0 && base > 0 {
+			out = append(out, (other/float64(no))/(base/float64(nb)))
+		}
+	}
+	return out
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count), or 0 for none. It sorts xs.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
 // Result is a plan's outcome: every run, and the cells that average them.
 type Result struct {
 	Options Options      `json:"-"`

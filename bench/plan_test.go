@@ -125,15 +125,45 @@ func TestWriteComparison(t *testing.T) {
 	var buf bytes.Buffer
 	WriteComparison(&buf, testResult())
 	want := `oltp_write_only, layout shared, storage mem, 1 table(s) x 10000 rows; QPS, mean of 2 runs per cell (1 mirrored pair(s))
-  Threads     point    range  range/point*100  spread
-        1   6000.00  6000.00           100.00   20.0%
-      100  12000.00  6000.00            50.00    0.0%
+  Threads     point    range  range/point*100  paired  spread
+        1   6000.00  6000.00           100.00  100.00   20.0%
+      100  12000.00  6000.00            50.00   50.00    0.0%
+paired = the median over mirrored pairs of each pair's own ratio (*100): runs of a pair are adjacent in time, so it moves least with the machine's drift
 spread = (max-min)/mean of a cell's runs, the larger of the row's cells; rerun a row above 15%
 lock requests per transaction: point 3.00 (seed, MyRocks: 3), range 3.00 (seed, MyRocks: 8; 4 without the secondary index)
 ignored errors: 8 deadlocks, 16 lock wait timeouts; table checks: all ok
 time per transaction at 1 thread: driver alone 0.80 µs, point 1000.00 µs, range 1000.00 µs
 `
 	assert.Equal(t, want, buf.String())
+}
+
+// TestPairedRatios: the machine runs at half speed during the second of
+// three mirrored pairs. Each pair's own ratio stays 0.9; the ratio of the
+// means moves with where the slow phase fell.
+func TestPairedRatios(t *testing.T) {
+	locks := []LockKind{LockPoint, LockRange}
+	var runs []*RunResult
+	seq := 0
+	for pair, speed := range []float64{1, 0.5, 1} {
+		for _, l := range Order(locks, 1) {
+			qps := 1000 * speed
+			if l == LockRange {
+				qps *= 0.9
+			}
+			if pair == 1 && l == LockRange {
+				qps *= 0.5 // the slow phase hits range's runs harder
+			}
+			seq++
+			runs = append(runs, &RunResult{Lock: l, Threads: 4, Seq: seq, Elapsed: time.Second, Txns: uint64(qps / 6), Other: uint64(qps/6) * 2, Writes: uint64(qps/6) * 4})
+		}
+	}
+	rs := PairedRatios(runs, locks, 4, LockRange)
+	require.Len(t, rs, 3)
+	assert.InDelta(t, 0.9, rs[0], 0.01)
+	assert.InDelta(t, 0.45, rs[1], 0.01)
+	assert.InDelta(t, 0.9, median(rs), 0.01, "the median ignores the one odd pair")
+	assert.Empty(t, PairedRatios(runs[:3], locks, 4, LockRange), "an incomplete pair counts for nothing")
+	assert.Empty(t, PairedRatios(runs, locks, 8, LockRange))
 }
 
 func TestWriteRunReport(t *testing.T) {

@@ -112,6 +112,9 @@ func WriteComparison(w io.Writer, res *Result) {
 	for _, l := range locks[1:] {
 		fmt.Fprintf(tw, "%s/%s*100\t", l, locks[0])
 	}
+	for range locks[1:] {
+		fmt.Fprintf(tw, "paired\t")
+	}
 	fmt.Fprintf(tw, "spread\t\n")
 	for _, t := range o.Threads {
 		fmt.Fprintf(tw, "%d\t", t)
@@ -134,9 +137,17 @@ func WriteComparison(w io.Writer, res *Result) {
 			}
 			fmt.Fprintf(tw, "%.2f\t", 100*c.QPS/base.QPS)
 		}
+		for _, l := range locks[1:] {
+			if rs := PairedRatios(res.Runs, locks, t, l); len(rs) > 0 {
+				fmt.Fprintf(tw, "%.2f\t", 100*median(rs))
+			} else {
+				fmt.Fprintf(tw, "-\t")
+			}
+		}
 		fmt.Fprintf(tw, "%.1f%%\t\n", spread)
 	}
 	tw.Flush()
+	fmt.Fprintf(w, "paired = the median over mirrored pairs of each pair's own ratio (*100): runs of a pair are adjacent in time, so it moves least with the machine's drift\n")
 	fmt.Fprintf(w, "spread = (max-min)/mean of a cell's runs, the larger of the row's cells; rerun a row above 15%%\n")
 	writeLockCounts(w, res)
 	writeErrors(w, res)

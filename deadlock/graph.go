@@ -260,8 +260,9 @@ func (g *graph) setBlockers(r *resource, blockers []txnlock.TxnID) {
 }
 
 // dropResource forgets id, at once if no wait points at it, else when the
-// last one goes: a manager drops a resource after its last waiter left, so
-// a wait still recorded is one the manager has yet to Unblock.
+// last one goes: a manager drops a resource after its last waiter left its
+// queue, so a wait still recorded is one whose goroutine has yet to
+// Unblock it.
 func (g *graph) dropResource(id txnlock.ResourceID) {
 	r := g.res[id]
 	switch {
