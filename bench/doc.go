@@ -36,7 +36,10 @@
 // lock kinds back to back in mirrored order (point, range, range, point),
 // each on a fresh table, puts every kind's mean at the same moment of the
 // drift; the spread of a cell, (max-min)/mean of its runs, says how much
-// to trust it.
+// to trust it. The drift also comes in phases of tens of seconds, which
+// mirroring cannot cancel, so WriteComparison also prints, per kind, the
+// median over mirrored pairs of each pair's own ratio (PairedRatios): with
+// many short pairs it moves least with the machine.
 //
 // # Slap
 //
