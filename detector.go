@@ -57,8 +57,10 @@ type Detector interface {
 	// search hit a limit under the assume-deadlock policy), else nil. Other
 	// victims are failed through their Waiter.
 	Check(w Waiter) error
-	// DetectDelay is how long a waiter sleeps before Check is called
-	// (0: at once, negative: Check is never called by the waiter).
+	// DetectDelay is how long a wait lasts before its waiter reports it
+	// (Block) and, if Block asks, calls Check: a wait that ends sooner
+	// costs the detector nothing. 0: at once. Negative: Block at once,
+	// and the waiter never calls Check.
 	DetectDelay() time.Duration
 }
 

@@ -48,11 +48,12 @@
 // # The life of a Check (Mode OnBlock, the default)
 //
 //	manager (its lock held)         waiter (no manager lock), Waiter.Wait
-//	  queue the waiter,               Block(waiter → res)
-//	  NewResource, SetBlockers  ────▶   mu: record the wait; does a blocker
+//	  queue the waiter,               (sleep DetectDelay first, if set)
+//	  NewResource, SetBlockers  ────▶ Block(waiter → res)
+//	                                    mu: record the wait; does a blocker
 //	                                        of res itself wait?
 //	                                    no: sleep, Unblock once woken
-//	                                    yes: after DetectDelay, Check(w)
+//	                                    yes: Check(w)
 //	                                      │ mu: depth-first search from w's wait
 //	                                      │     back to w's transaction
 //	         ┌────────────────────────────┼───────────────────┐

@@ -144,9 +144,12 @@ type Options struct {
 	// outside the detector's mutex, after the victim was failed; for
 	// logging. It must not keep the error's slices. Default: nil.
 	OnDeadlock func(*txnlock.DeadlockError)
-	// DetectDelay is how long a waiter sleeps before it is checked, so that
-	// short waits cost no search (RocksDB's per-key manager and CockroachDB
-	// wait first too). Default: 0 (check at once).
+	// DetectDelay is how long a wait lasts before its waiter reports it to
+	// the detector (and is checked, if its Block says so), so that short
+	// waits cost the detector nothing at all (CockroachDB waits first
+	// too). A cycle is then found at most about DetectDelay after it
+	// closed: the last of its waits to be reported closes it in the graph.
+	// Default: 0 (report and check at once, as InnoDB and RocksDB do).
 	DetectDelay time.Duration
 	// BackgroundInterval is the period of the background pass, which
 	// searches the whole graph, in OnBlock mode too (a safety net: cycles

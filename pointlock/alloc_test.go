@@ -76,3 +76,30 @@ func TestStatusSince(t *testing.T) {
 func TestEntryLayout(t *testing.T) {
 	require.True(t, keytable.Valid[entry](), "entry must start with keytable.Entry")
 }
+
+// TestUnlockLeavesNoRecord: transactions that take and Unlock their locks
+// one by one, never calling UnlockAll, leave no record behind.
+func TestUnlockLeavesNoRecord(t *testing.T) {
+	m, err := New(Options{})
+	require.NoError(t, err)
+	defer m.Close()
+	ctx := context.Background()
+	_, ranges := benchKeys(8, 3)
+	for txn := txnlock.TxnID(1); txn <= 1000; txn++ {
+		for _, r := range ranges[:1+int(txn)%len(ranges)] {
+			require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: txn, Range: r, Mode: txnlock.Exclusive}))
+		}
+		for _, r := range ranges[:1+int(txn)%len(ranges)] {
+			require.NoError(t, m.Unlock(txn, 0, r))
+		}
+	}
+	records := 0
+	for i := 0; i < m.txns.Len(); i++ {
+		ts := m.txns.At(i)
+		ts.Mu.Lock()
+		records += ts.LenLocked()
+		ts.Mu.Unlock()
+	}
+	require.Zero(t, records)
+	require.NoError(t, m.checkInvariants())
+}

@@ -30,7 +30,8 @@ func (m *Manager) addHoldLocked(st *stripe, e *entry, txn txnlock.TxnID, mode tx
 	ts.Mu.Unlock()
 }
 
-// dropHoldLocked removes hd from its entry and from its transaction's record.
+// dropHoldLocked removes hd from its entry and from its transaction's record,
+// and the record from the table once it holds nothing.
 // It does not wake anyone: the caller calls settleLocked.
 func (m *Manager) dropHoldLocked(e *entry, hd *hold) {
 	rec := hd.rec
@@ -42,6 +43,15 @@ func (m *Manager) dropHoldLocked(e *entry, hd *hold) {
 	moved.slot = hd.slot
 	rec.holds[last] = nil
 	rec.holds = rec.holds[:last]
+	if last == 0 {
+		// Its last lock: forget the record, so that a transaction that
+		// only ever calls Unlock leaves nothing behind, and keep it (with
+		// its holds buffer) for the next transaction of the stripe. No
+		// hold points to it any more.
+		ts.DeleteLocked(rec.txn)
+		rec.txn = 0
+		ts.RecycleLocked(rec)
+	}
 	ts.Mu.Unlock()
 
 	if hd != &e.h {

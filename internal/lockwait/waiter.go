@@ -104,8 +104,9 @@ func (w *Waiter) Err() error {
 // resolved wait (NoWait is handled by the manager before queueing;
 // WaitForever never fires).
 //
-// With a detector, Wait reports the wait (Block), checks it if Block asks
-// for it (at once, or after the detector's DetectDelay) and removes it
+// With a detector, Wait reports the wait (Block) once it has lasted the
+// detector's DetectDelay (at once for 0; a wait that ends sooner costs the
+// detector nothing), checks it if Block asks for it, and removes it
 // (Unblock) before it returns: all outside the manager's critical
 // sections.
 //
@@ -113,19 +114,27 @@ func (w *Waiter) Err() error {
 // must unlink it and re-check the queue behind it.
 func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.Clock, det txnlock.Detector) error {
 	var graceC <-chan time.Time
-	if det != nil {
-		defer det.Unblock(w)
-	}
-	if det != nil && det.Block(txnlock.WaitEdge{Waiter: w, Resource: w.Resource, Lock: w.Lock, LocksHeld: w.LocksHeld, Since: w.Since}) {
-		switch delay := det.DetectDelay(); {
-		case delay == 0:
+	blocked := false
+	report := func() {
+		blocked = true
+		if det.Block(txnlock.WaitEdge{Waiter: w, Resource: w.Resource, Lock: w.Lock, LocksHeld: w.LocksHeld, Since: w.Since}) && det.DetectDelay() >= 0 {
 			if err := det.Check(w); err != nil {
 				w.Fail(err)
 			}
-		case delay > 0:
+		}
+	}
+	defer func() {
+		if blocked {
+			det.Unblock(w)
+		}
+	}()
+	if det != nil {
+		if delay := det.DetectDelay(); delay > 0 {
 			g := clock.NewTimer(delay)
 			defer g.Stop()
 			graceC = g.C()
+		} else {
+			report()
 		}
 	}
 	var timeoutC <-chan time.Time
@@ -145,9 +154,7 @@ func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.
 			timeoutC = nil
 		case <-graceC:
 			graceC = nil
-			if err := det.Check(w); err != nil {
-				w.Fail(err)
-			}
+			report()
 		}
 	}
 }

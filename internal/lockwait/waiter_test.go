@@ -94,9 +94,21 @@ func TestCheckOnBlockAndAfterGrace(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- w.Wait(context.Background(), time.Hour, clock, d) }()
 	require.Eventually(t, func() bool { return clock.Pending() == 2 }, 5*time.Second, time.Millisecond)
+	require.Zero(t, d.blocks, "a wait younger than the delay is not reported")
 	clock.Advance(10 * time.Millisecond)
 	require.ErrorIs(t, <-done, txnlock.ErrDeadlock)
 	require.Equal(t, 1, d.checks)
+	require.Equal(t, 1, d.blocks)
+	require.Equal(t, 1, d.unblocks)
+
+	// Granted before the delay: the detector never hears of the wait.
+	d = &fakeDet{delay: 10 * time.Millisecond}
+	w = newW(8)
+	go func() { done <- w.Wait(context.Background(), time.Hour, clock, d) }()
+	require.Eventually(t, func() bool { return clock.Pending() == 2 }, 5*time.Second, time.Millisecond)
+	w.Grant()
+	require.NoError(t, <-done)
+	require.Zero(t, d.blocks+d.unblocks+d.checks)
 
 	d = &fakeDet{delay: -1}
 	w = newW(6)
@@ -104,6 +116,7 @@ func TestCheckOnBlockAndAfterGrace(t *testing.T) {
 	w.Grant()
 	require.NoError(t, <-done)
 	require.Equal(t, 0, d.checks, "a negative delay never checks")
+	require.Equal(t, 1, d.blocks, "but reports the wait at once")
 
 	// Block said the wait needs no Check: the waiter sleeps unchecked.
 	d = &fakeDet{noCheck: true}

@@ -37,8 +37,15 @@ type Stripe[R any] struct {
 	// makes several calls in a row, and this skips the map lookup.
 	lastID txnlock.TxnID
 	last   *R
-	_      [96]byte // keep neighbouring stripes' mutexes off one cache-line pair
+	// free holds records handed back by RecycleLocked, for
+	// GetOrCreateLocked: a manager whose transactions come and go does not
+	// allocate a record for each.
+	free []*R
+	_    [72]byte // keep neighbouring stripes' mutexes off one cache-line pair
 }
+
+// maxFree bounds a stripe's free list.
+const maxFree = 64
 
 // New returns a table with n stripes; n is rounded up to a power of two (at
 // least 1).
@@ -81,13 +88,21 @@ func (s *Stripe[R]) GetLocked(id txnlock.TxnID) *R {
 	return r
 }
 
-// GetOrCreateLocked returns id's record, creating a zero one if there is
-// none; created reports which. Mu must be held.
+// GetOrCreateLocked returns id's record, creating one if there is none;
+// created reports which. A created record is zero, or one that
+// RecycleLocked took back in the state its caller reset it to. Mu must be
+// held.
 func (s *Stripe[R]) GetOrCreateLocked(id txnlock.TxnID) (r *R, created bool) {
 	if r = s.GetLocked(id); r != nil {
 		return r, false
 	}
-	r = new(R)
+	if n := len(s.free); n > 0 {
+		r = s.free[n-1]
+		s.free[n-1] = nil
+		s.free = s.free[:n-1]
+	} else {
+		r = new(R)
+	}
 	s.m[id] = r
 	s.lastID, s.last = id, r
 	return r, true
@@ -101,6 +116,15 @@ func (s *Stripe[R]) DeleteLocked(id txnlock.TxnID) {
 	}
 }
 
+// RecycleLocked takes back r, a record just deleted and reset by its
+// caller (which may keep buffers in it), for a later GetOrCreateLocked.
+// Nobody may use r afterwards. Mu must be held.
+func (s *Stripe[R]) RecycleLocked(r *R) {
+	if len(s.free) < maxFree {
+		s.free = append(s.free, r)
+	}
+}
+
 // LenLocked is the number of records in the stripe. Mu must be held.
 func (s *Stripe[R]) LenLocked() int { return len(s.m) }
 
@@ -108,6 +132,7 @@ func (s *Stripe[R]) LenLocked() int { return len(s.m) }
 func (s *Stripe[R]) ClearLocked() {
 	clear(s.m)
 	s.lastID, s.last = 0, nil
+	s.free = nil
 }
 
 // AllLocked calls f for each record of the stripe until f returns false.
