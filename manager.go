@@ -54,6 +54,10 @@ type Manager interface {
 
 	// UnlockAll releases every lock txn holds in this manager, at a cost
 	// proportional to what it holds. Releasing nothing is not an error.
+	// Call it when a transaction ends, even after Unlocking everything
+	// one by one: a manager may keep a small record of the transaction
+	// until then (rangelock keeps which stripes it touched; pointlock
+	// drops its record with the last lock).
 	UnlockAll(txn TxnID) error
 
 	// AddColumnFamily registers cf. ErrColumnFamilyExists if it exists.

@@ -158,7 +158,7 @@ func BenchmarkHotKey(b *testing.B) {
 						if err := m.Lock(ctx, txnlock.Request{Txn: txn, Range: key, Mode: txnlock.Exclusive}); err != nil {
 							panic(err)
 						}
-						if err := m.Unlock(txn, 0, key); err != nil {
+						if err := m.UnlockAll(txn); err != nil { // the transaction ends
 							panic(err)
 						}
 					}

@@ -14,9 +14,7 @@ import (
 //   - the first waiter cannot be granted (nobody who could be granted is
 //     left waiting), unless a failed waiter that has yet to unlink itself
 //     (and re-check the queue) is ahead of it;
-//   - the stripe's held count matches;
-//   - every record in the transaction table holds a lock (a transaction
-//     that let go of its last one, by Unlock or UnlockAll, leaves none).
+//   - the stripe's held count matches.
 func (m *Manager) checkInvariants() error {
 	for _, lm := range m.cfs.Load().byIdx {
 		if lm == nil {
@@ -30,21 +28,6 @@ func (m *Manager) checkInvariants() error {
 			if err != nil {
 				return err
 			}
-		}
-	}
-	for i := 0; i < m.txns.Len(); i++ {
-		ts := m.txns.At(i)
-		var err error
-		ts.Mu.Lock()
-		ts.AllLocked(func(id txnlock.TxnID, rec *txnRecord) bool {
-			if len(rec.holds) == 0 {
-				err = fmt.Errorf("txn %v: a record that holds nothing", id)
-			}
-			return err == nil
-		})
-		ts.Mu.Unlock()
-		if err != nil {
-			return err
 		}
 	}
 	return nil

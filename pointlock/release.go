@@ -30,8 +30,9 @@ func (m *Manager) addHoldLocked(st *stripe, e *entry, txn txnlock.TxnID, mode tx
 	ts.Mu.Unlock()
 }
 
-// dropHoldLocked removes hd from its entry and from its transaction's record,
-// and the record from the table once it holds nothing.
+// dropHoldLocked removes hd from its entry and from its transaction's record
+// (which stays, empty, until UnlockAll: a transaction that locks and
+// unlocks one key at a time keeps it).
 // It does not wake anyone: the caller calls settleLocked.
 func (m *Manager) dropHoldLocked(e *entry, hd *hold) {
 	rec := hd.rec
@@ -43,15 +44,6 @@ func (m *Manager) dropHoldLocked(e *entry, hd *hold) {
 	moved.slot = hd.slot
 	rec.holds[last] = nil
 	rec.holds = rec.holds[:last]
-	if last == 0 {
-		// Its last lock: forget the record, so that a transaction that
-		// only ever calls Unlock leaves nothing behind, and keep it (with
-		// its holds buffer) for the next transaction of the stripe. No
-		// hold points to it any more.
-		ts.DeleteLocked(rec.txn)
-		rec.txn = 0
-		ts.RecycleLocked(rec)
-	}
 	ts.Mu.Unlock()
 
 	if hd != &e.h {
@@ -263,7 +255,11 @@ func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
 		rec := ts.GetLocked(txn)
 		if rec == nil || len(rec.holds) == 0 {
 			if rec != nil {
+				// No hold points to it any more: keep it, with its holds
+				// buffer, for the stripe's next transaction.
 				ts.DeleteLocked(txn)
+				rec.txn = 0
+				ts.RecycleLocked(rec)
 			}
 			ts.Mu.Unlock()
 			return nil
