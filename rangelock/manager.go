@@ -223,6 +223,7 @@ func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
 			return nil
 		}
 		touched.touches(func(t *famTouch) { t.f.unlockAll(txn, t) })
+		m.txns.recycle(txn, touched)
 	}
 }
 

@@ -2,6 +2,7 @@ package rangelock
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"strconv"
 	"testing"
@@ -126,4 +127,31 @@ func TestCallerBuffers(t *testing.T) {
 
 func TestPointLockLayout(t *testing.T) {
 	require.True(t, keytable.Valid[pointLock](), "pointLock must start with keytable.Entry")
+}
+
+// TestTransactionsAllocateNothing: once warm, a stream of transactions that
+// each lock a few points and end with UnlockAll allocates nothing: point
+// locks, per-stripe lists and the transactions' records are all recycled.
+func TestTransactionsAllocateNothing(t *testing.T) {
+	m, err := New(Options{})
+	require.NoError(t, err)
+	defer m.Close()
+	ctx := context.Background()
+	keys := make([][]byte, 64)
+	for i := range keys {
+		keys[i] = fmt.Appendf(nil, "key-%012d", i)
+	}
+	txn := txnlock.TxnID(0)
+	one := func() {
+		txn++
+		for i := range 8 {
+			k := keys[(int(txn)*8+i)%len(keys)]
+			_ = m.Lock(ctx, txnlock.Request{Txn: txn, Range: txnlock.Point(k), Mode: txnlock.Exclusive})
+		}
+		_ = m.UnlockAll(txn)
+	}
+	for range 1000 {
+		one()
+	}
+	require.Zero(t, testing.AllocsPerRun(1000, one))
 }

@@ -185,6 +185,19 @@ func (tt *txnTable) take(txn txnlock.TxnID) *txnLocks {
 	return rec
 }
 
+// recycle hands rec, taken by take and fully released, back to the table
+// for a later transaction. Nothing refers to it any more: every stripe's
+// cache of it (lastSP) was cleared when its points were released, and a
+// request of txn that raced with the release found it gone from the table
+// and made a new one.
+func (tt *txnTable) recycle(txn txnlock.TxnID, rec *txnLocks) {
+	*rec = txnLocks{}
+	st := tt.t.Stripe(txn)
+	st.Mu.Lock()
+	st.RecycleLocked(rec)
+	st.Mu.Unlock()
+}
+
 // clear forgets every record (Close).
 func (tt *txnTable) clear() {
 	for i := 0; i < tt.t.Len(); i++ {
