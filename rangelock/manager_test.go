@@ -2,8 +2,8 @@ package rangelock
 
 import (
 	"context"
-	"fmt"
 	"errors"
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
