@@ -209,6 +209,22 @@ func (f *family) refreshAfterUpgradeLocked(q *request, kq *keyQueue) {
 // its wait. It returns false, changing nothing, if w already failed. w's
 // lock(s) are held.
 func (f *family) grantLocked(w *waiter) bool {
+	if !w.lw.Active() {
+		return false
+	}
+	// The transaction's record may have been taken by an UnlockAll that
+	// ran while w waited (a closing engine releases every transaction):
+	// register the grant afresh so that the next UnlockAll finds it. That
+	// must come before Grant: the woken waiter may call UnlockAll at once,
+	// and it reads the record under the transaction table's lock, not
+	// ours. (The lock itself can be recorded after Grant: to release it,
+	// that UnlockAll needs the stripe mutex we hold.) If Grant then finds
+	// the wait already failed, the record only names a stripe too many.
+	if w.point() {
+		w.tp = f.stripes[w.stripe].txnPointsLocked(w.txn)
+	} else {
+		f.m.txns.noteWide(w.txn, f)
+	}
 	if !w.lw.Grant() {
 		return false
 	}
@@ -218,19 +234,14 @@ func (f *family) grantLocked(w *waiter) bool {
 		// The waiter unblocks itself when it wakes (lockwait.Waiter.Wait).
 		det.DropResource(w.lw.Resource)
 	}
-	// The transaction's record may have been taken by an UnlockAll that
-	// ran while w waited (a closing engine releases every transaction):
-	// register the grant afresh so that the next UnlockAll finds it.
 	if w.point() {
 		s := &f.stripes[w.stripe]
-		w.tp = s.txnPointsLocked(w.txn)
 		s.acquirePointLocked(w.txn, w.tp, w.h, w.key, w.mode)
 		s.counters.Acquired++
 		s.counters.EndWait(nil, w.lw.Since, now)
 		s.syncMemLocked(&f.m.mem)
 		f.unlinkLocked(w)
 	} else {
-		f.m.txns.noteWide(w.txn, f)
 		f.acquireWideLocked(w.txn, w.r, w.mode)
 		f.wideCounters.Acquired++
 		f.wideCounters.EndWait(nil, w.lw.Since, now)
