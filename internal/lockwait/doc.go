@@ -16,8 +16,18 @@
 // Who removes a waiter from its queue:
 //   - granted: the manager that granted it, in the same critical section;
 //   - failed: the waiting goroutine itself, when Wait returns an error: it
-//     takes the manager's lock, unlinks itself, tells the detector, and
-//     re-checks the queue behind it exactly as a release does.
+//     takes the manager's lock, unlinks itself, and re-checks the queue
+//     behind it exactly as a release does.
+//
+// The detector hears of a wait from the waiting goroutine alone: Wait
+// reports it (Detector.Block, after the detector's DetectDelay), checks it
+// if Block asks, and removes it (Detector.Unblock) before it returns, with
+// no manager lock held. The manager only keeps the detector's view of
+// each lock's blockers (SetBlockers) under its own lock.
+//
+// A manager that grants records the grant where the waiter's next call
+// will look for it (a per-transaction record under another mutex) before
+// Grant, since the waiter may return and make that call at once.
 //
 // Until it is unlinked a failed waiter is still in the queue; managers skip
 // waiters whose Grant fails. Grant wins a race with a timeout: a waiter that
