@@ -114,27 +114,21 @@ func (w *Waiter) Err() error {
 // must unlink it and re-check the queue behind it.
 func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.Clock, det txnlock.Detector) error {
 	var graceC <-chan time.Time
-	blocked := false
-	report := func() {
-		blocked = true
-		if det.Block(txnlock.WaitEdge{Waiter: w, Resource: w.Resource, Lock: w.Lock, LocksHeld: w.LocksHeld, Since: w.Since}) && det.DetectDelay() >= 0 {
-			if err := det.Check(w); err != nil {
-				w.Fail(err)
-			}
-		}
-	}
-	defer func() {
-		if blocked {
-			det.Unblock(w)
-		}
-	}()
+	reported := false
 	if det != nil {
-		if delay := det.DetectDelay(); delay > 0 {
+		defer func() {
+			if reported {
+				det.Unblock(w)
+			}
+		}()
+		switch delay := det.DetectDelay(); {
+		case delay > 0:
 			g := clock.NewTimer(delay)
 			defer g.Stop()
 			graceC = g.C()
-		} else {
-			report()
+		default:
+			reported = true
+			w.report(det, delay == 0)
 		}
 	}
 	var timeoutC <-chan time.Time
@@ -154,7 +148,19 @@ func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.
 			timeoutC = nil
 		case <-graceC:
 			graceC = nil
-			report()
+			reported = true
+			w.report(det, true)
+		}
+	}
+}
+
+// report tells det about the wait and, if check and Block asks for it,
+// runs the detector's Check, failing the wait if it must give up.
+func (w *Waiter) report(det txnlock.Detector, check bool) {
+	edge := txnlock.WaitEdge{Waiter: w, Resource: w.Resource, Lock: w.Lock, LocksHeld: w.LocksHeld, Since: w.Since}
+	if det.Block(edge) && check {
+		if err := det.Check(w); err != nil {
+			w.Fail(err)
 		}
 	}
 }
