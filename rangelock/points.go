@@ -360,10 +360,10 @@ func (s *stripe) freePointLockLocked(pl *pointLock) {
 
 // releaseAllPointsLocked releases every point lock of txn in s (sp is its
 // entry for s) and gives its list back to the stripe. If rel is not nil,
-// it appends the released keys (as [k, k] ranges over copies). With
-// queues, it appends to kqs the queues of the released keys that have
+// it appends the released keys (as [k, k] ranges over copies). If kqs is
+// not nil, it appends to it the queues of the released keys that have
 // waiters. It returns how many it released, and kqs.
-func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel *[]txnlock.Range, queues bool, kqs []*keyQueue) (int, []*keyQueue) {
+func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel *[]txnlock.Range, kqs []*keyQueue) (int, []*keyQueue) {
 	s.forgetTxnLocked(txn)
 	tp := sp.tp
 	if tp == nil {
@@ -376,7 +376,7 @@ func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel
 		if rel != nil {
 			*rel = append(*rel, txnlock.Point(bytes.Clone(pl.key())))
 		}
-		if queues {
+		if kqs != nil {
 			if kq := s.queueFor(pl.h, pl.key()); kq != nil {
 				kqs = append(kqs, kq)
 			}

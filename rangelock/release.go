@@ -124,18 +124,16 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 		}
 		var rel []txnlock.Range
 		var kqBuf [8]*keyQueue
-		kqs := kqBuf[:0]
+		var kqs []*keyQueue
 		var n int
-		switch {
-		case f.wide.Len() > 0:
+		if f.wide.Len() > 0 {
 			// Wide waiters may overlap what is released: keep the keys.
-			n, _ = s.releaseAllPointsLocked(txn, sp, &rel, false, nil)
-		case s.hasWaitersLocked():
+			n, _ = s.releaseAllPointsLocked(txn, sp, &rel, nil)
+		} else {
 			// Only this stripe's point waiters can be woken: find the
-			// released keys' queues as the keys go.
-			n, kqs = s.releaseAllPointsLocked(txn, sp, nil, true, kqs)
-		default:
-			n, _ = s.releaseAllPointsLocked(txn, sp, nil, false, nil) // nobody to wake
+			// released keys' queues as the keys go (waitingBits makes
+			// that free where there are none).
+			n, kqs = s.releaseAllPointsLocked(txn, sp, nil, kqBuf[:0])
 		}
 		if n == 0 {
 			s.mu.Unlock()
@@ -177,7 +175,7 @@ func (f *family) unlockAllWide(txn txnlock.TxnID, t *famTouch) {
 		n := 0
 		t.stripes(func(sp *stripePoints) {
 			if sp.idx == i {
-				n, _ = s.releaseAllPointsLocked(txn, sp, &rel, false, nil)
+				n, _ = s.releaseAllPointsLocked(txn, sp, &rel, nil)
 			}
 		})
 		s.syncMemLocked(&f.m.mem)
