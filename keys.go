@@ -3,6 +3,7 @@ package txnlock
 import (
 	"bytes"
 	"strings"
+	"unsafe"
 )
 
 // A Bound is a position in the key order. Positions fall between keys: just
@@ -245,8 +246,13 @@ func (r Range) PointKey() ([]byte, bool) {
 		return nil, false
 	}
 	if !r.start.after {
-		// [k, ...: a point iff the end is just after k.
-		return r.start.key, bytes.Equal(r.start.key, r.end.key)
+		// [k, ...: a point iff the end is just after k. Point(k) makes
+		// both bounds share k's bytes: no need to compare them.
+		s, e := r.start.key, r.end.key
+		if len(s) == len(e) && unsafe.SliceData(s) == unsafe.SliceData(e) {
+			return s, true
+		}
+		return s, bytes.Equal(s, e)
 	}
 	// (p, ...: the first key is p+"\x00"; a point iff end is just after it.
 	n := len(r.start.key)

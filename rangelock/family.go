@@ -3,6 +3,7 @@ package rangelock
 import (
 	"sync"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/google/btree"
 	"github.com/txnlock/txnlock"
@@ -39,46 +40,62 @@ type family struct {
 // stripe is one slice of a family: the point locks that hash to it, a copy
 // of every wide lock, and the point requests waiting in it.
 type stripe struct {
-	f   *family // immutable
-	idx int     // the stripe's index in f.stripes; immutable
+	stripeState
+	_ [(64 - unsafe.Sizeof(stripeState{})%64) % 64]byte
+}
 
-	// mu guards every other field of the stripe.
-	mu sync.Mutex
+// stripeState is a stripe without the padding that makes its size a
+// multiple of a cache line (a stripe's lines are its own).
+//
+// The first three cache lines hold what a point request that needs no
+// queue touches (lockPointFast, a point Unlock, UnlockAll's visit); they
+// move between cores with the mutex. The rest is for waits and wide
+// requests.
+type stripeState struct {
+	// mu guards every other field of the stripe but f and idx.
+	mu    sync.Mutex
+	idx   int32   // the stripe's index in f.stripes; immutable
+	nFree int32   // the length of free
+	f     *family // immutable
+	// lastTxn's entry for this stripe is lastSP: a transaction that
+	// locks here again skips the transaction table. UnlockAll of
+	// lastTxn clears it.
+	lastTxn txnlock.TxnID
+	lastSP  *stripePoints
+	// free lists recycled pointLocks, linked through nextFree.
+	free     *pointLock
+	pointMem int64 // bytes accounted for points
+	// memReported is the part of lockMemory() already added to the
+	// manager's memBudget.
+	memReported int64
+
 	// points are the point locks of keys that hash to the stripe (see
 	// points.go), by key hash.
 	points keytable.Table[pointLock]
+	// tree holds a copy of every wide lock of the family: the trees of
+	// all stripes have the same content.
+	tree *locktree.Tree
+	// waitMask has bit i set while waitCount[i] > 0 (see waitBits): a
+	// clear bit tells queueFor that a key has no queue without a search
+	// of the B-tree, which a stripe with a few waiting keys would
+	// otherwise pay on every lock and release.
+	waitMask uint64
+	// counters counts the point requests of the stripe.
+	counters lockwait.Counters
+
 	// ordered indexes points by key while the family has wide activity
 	// (family.orderPointsLocked); nil otherwise. It is set and dropped
 	// with every stripe held, so one stripe mutex suffices to read
 	// whether it is there.
-	ordered  *btree.BTreeG[*pointLock]
-	probe    pointLock    // search key for ordered
-	free     []*pointLock // recycled pointLocks
-	freeTxns []*txnPoints // recycled txnPoints
-	// lastTxn's entry for this stripe is lastSP: a transaction that
-	// locks here again skips the transaction table. UnlockAll of
-	// lastTxn clears it.
-	lastTxn  txnlock.TxnID
-	lastSP   *stripePoints
-	pointMem int64 // bytes accounted for points
-	// tree holds a copy of every wide lock of the family: the trees of
-	// all stripes have the same content.
-	tree *locktree.Tree
+	ordered *btree.BTreeG[*pointLock]
+	probe   pointLock // search key for ordered
 	// waiting indexes the queues of point waiters by key; nil until the
 	// first waiter.
 	waiting *btree.BTreeG[*keyQueue]
 	kqProbe keyQueue // search key of queueFor
-	// waitingBits counts the queues in waiting by six bits of their key's
-	// hash (waitBits): a zero count tells queueFor that a key has no
-	// queue without a search of the B-tree, which a stripe with a few
-	// waiting keys would otherwise pay on every lock and release.
-	waitingBits [64]uint32
-	// counters counts the point requests of the stripe.
-	counters lockwait.Counters
-	// memReported is the part of tree.Memory() already added to the
-	// manager's memBudget.
-	memReported int64
-	_           [64]byte // keep neighbouring stripes off one cache line
+	// waitCount counts the queues in waiting by six bits of their key's
+	// hash (waitBits).
+	waitCount [64]uint32
 }
 
 // keyQueue is the FIFO queue of the point requests waiting on one key.
@@ -103,7 +120,7 @@ func newFamily(m *Manager, cf txnlock.ColumnFamily) *family {
 	f := &family{id: cf, m: m, stripes: make([]stripe, m.opts.Stripes)}
 	for i := range f.stripes {
 		s := &f.stripes[i]
-		s.f, s.idx = f, i
+		s.f, s.idx = f, int32(i)
 		s.tree = locktree.New()
 	}
 	return f
@@ -151,14 +168,14 @@ func (f *family) orderPointsLocked() {
 	}
 }
 
-// waitBits picks the six bits of a key's hash that waitingBits counts:
+// waitBits picks the six bits of a key's hash that waitCount counts:
 // bits the stripe index (the low bits) and the key table (the high bits)
 // do not use.
 func waitBits(h uint64) int { return int(h>>32) & 63 }
 
 // queueFor returns the queue of point waiters on key (hash h) in s, or nil.
 func (s *stripe) queueFor(h uint64, key []byte) *keyQueue {
-	if s.waitingBits[waitBits(h)] == 0 {
+	if s.waitMask&(1<<waitBits(h)) == 0 {
 		return nil
 	}
 	s.kqProbe.key = key
@@ -178,14 +195,19 @@ func (s *stripe) queueForInsert(h uint64, key []byte) *keyQueue {
 	}
 	kq := &keyQueue{key: key, h: h}
 	s.waiting.ReplaceOrInsert(kq)
-	s.waitingBits[waitBits(h)]++
+	b := waitBits(h)
+	s.waitCount[b]++
+	s.waitMask |= 1 << b
 	return kq
 }
 
 // deleteQueueLocked removes kq, now empty, from s's index.
 func (s *stripe) deleteQueueLocked(kq *keyQueue) {
 	s.waiting.Delete(kq)
-	s.waitingBits[waitBits(kq.h)]--
+	b := waitBits(kq.h)
+	if s.waitCount[b]--; s.waitCount[b] == 0 {
+		s.waitMask &^= 1 << b
+	}
 }
 
 // ascendWaitingLocked calls fn for the queue of every waiting key of s in

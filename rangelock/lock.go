@@ -51,6 +51,40 @@ func (f *family) coveredLocked(q *request, mode txnlock.Mode) bool {
 	return f.stripes[0].tree.Covered(q.txn, q.r, mode)
 }
 
+// lockPointFast grants, under the stripe mutex alone, the two point
+// requests that need nothing but the stripe's table: a re-lock of a key
+// txn holds in mode or stronger, and a key nobody holds or waits for with
+// no wide lock or wide waiter in the family. It reports done=false, having
+// changed nothing, for every other request: family.lock runs those.
+// Separate from lock so that the common case builds no request.
+func (f *family) lockPointFast(txn txnlock.TxnID, key []byte, h uint64, si int, mode txnlock.Mode) (done bool, err error) {
+	s := &f.stripes[si]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.dead != nil {
+		return true, f.dead
+	}
+	pl, pos := s.points.Find(h, key)
+	switch {
+	case pl != nil:
+		if !pl.modeOf(txn).Covers(mode) {
+			return false, nil // held by another, or an upgrade
+		}
+	case f.wide.Len() > 0 || s.tree.Len() > 0 || s.queueFor(h, key) != nil:
+		// A wide lock or waiter may overlap key; a queue of a key
+		// nobody holds is one whose head just failed and is leaving:
+		// it still goes first.
+		return false, nil
+	case !f.m.mem.fitsPointLocked(s, len(key)):
+		return false, nil // escalation, or ErrLockLimit
+	default:
+		s.insertFreshAtLocked(pos, txn, s.txnPointsLocked(txn), h, key, mode)
+		s.syncMemLocked(&f.m.mem)
+	}
+	s.counters.Acquired++ // a grant, or a re-lock (a no-op)
+	return true, nil
+}
+
 // lock runs request q: grant at once, fail, or queue and wait. On error it
 // returns the blockers at the end, for the error report.
 func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([]txnlock.TxnID, error) {
@@ -69,28 +103,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 			f.orderPointsLocked() // blockersLocked scans points by range
 		}
 		if q.point() {
-			s := &f.stripes[q.stripe]
-			// One probe of the table serves the two common cases.
-			pl, pos := s.points.Find(q.h, q.key)
-			if pl != nil && pl.modeOf(q.txn).Covers(q.mode) {
-				s.counters.Acquired++ // a re-lock is a no-op
-				s.mu.Unlock()
-				return nil, nil
-			}
-			q.tp = s.txnPointsLocked(q.txn)
-			// A key nobody holds, no wide lock over it, no wide
-			// waiter in the family, nobody queued for the key (a
-			// queue of a key nobody holds is one whose head just
-			// failed and is leaving: it still goes first).
-			if pl == nil && f.wide.Len() == 0 && s.queueFor(q.h, q.key) == nil &&
-				(s.tree.Len() == 0 || (!s.tree.HasConflict(q.txn, q.r, q.mode) && !s.tree.Covered(q.txn, q.r, q.mode))) &&
-				m.mem.fitsLocked(f, q) {
-				s.insertFreshAtLocked(pos, q.txn, q.tp, q.h, q.key, q.mode)
-				s.counters.Acquired++
-				s.syncMemLocked(&m.mem)
-				s.mu.Unlock()
-				return nil, nil
-			}
+			q.tp = f.stripes[q.stripe].txnPointsLocked(q.txn)
 		}
 		if f.coveredLocked(q, q.mode) {
 			f.countersLocked(q).Acquired++ // a re-lock is a no-op

@@ -129,12 +129,23 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	if err != nil {
 		return lockErr("lock", req, nil, err)
 	}
-	q := request{txn: req.Txn, r: req.Range, mode: req.Mode, stripe: wideStripe}
-	if point {
-		q.key = k
-		q.h, q.stripe = m.hashKey(k)
+	if !point {
+		return m.lockSlow(ctx, f, &request{txn: req.Txn, r: req.Range, mode: req.Mode, stripe: wideStripe}, req, timeout)
 	}
-	blockers, err := f.lock(ctx, &q, timeout)
+	h, si := m.hashKey(k)
+	if done, err := f.lockPointFast(req.Txn, k, h, si, req.Mode); done {
+		if err != nil {
+			return lockErr("lock", req, nil, err)
+		}
+		return nil
+	}
+	return m.lockSlow(ctx, f, &request{txn: req.Txn, r: req.Range, mode: req.Mode, key: k, h: h, stripe: si}, req, timeout)
+}
+
+// lockSlow runs q, the request req that lockPointFast did not grant, through
+// family.lock.
+func (m *Manager) lockSlow(ctx context.Context, f *family, q *request, req txnlock.Request, timeout time.Duration) error {
+	blockers, err := f.lock(ctx, q, timeout)
 	if err != nil {
 		if err != txnlock.ErrLockTimeout {
 			blockers = nil // LockError.Blockers is for timeouts

@@ -59,18 +59,25 @@ func (f *family) resetMemLocked() {
 // and the split of a neighbour.
 func lockEstimate(size int) int64 { return 128 + 2*int64(size) }
 
+// fitsPointLocked reports whether granting a point lock on a key of
+// keyLen bytes in stripe s keeps the manager within MaxLockMemory. s is
+// held.
+func (b *memBudget) fitsPointLocked(s *stripe, keyLen int) bool {
+	est := lockEstimate(2 * keyLen) // the size of [k, k]
+	total := b.total.Load()
+	if total+b.slack+est <= b.max {
+		return true // a stripe's unreported change is at most slack
+	}
+	return total+s.lockMemory()-s.memReported+est <= b.max
+}
+
 // fitsLocked reports whether granting q keeps the manager within
 // MaxLockMemory. q's lock(s) are held.
 func (b *memBudget) fitsLocked(f *family, q *request) bool {
-	est := lockEstimate(q.r.Size())
 	if q.point() {
-		total := b.total.Load()
-		if total+b.slack+est <= b.max {
-			return true // a stripe's unreported change is at most slack
-		}
-		s := &f.stripes[q.stripe]
-		return total+s.lockMemory()-s.memReported+est <= b.max
+		return b.fitsPointLocked(&f.stripes[q.stripe], len(q.key))
 	}
+	est := lockEstimate(q.r.Size())
 	n := b.total.Load()
 	for i := range f.stripes {
 		s := &f.stripes[i]

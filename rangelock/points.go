@@ -29,6 +29,9 @@ type pointLock struct {
 	// is allocated on the first second holder and kept for reuse.
 	first pointHold
 	more  *[]pointHold
+	// nextFree links the pointLock in its stripe's free list while it is
+	// recycled (no holder, not in the table).
+	nextFree *pointLock
 }
 
 // nHolders returns the number of holders of pl.
@@ -249,11 +252,11 @@ func (s *stripe) addHoldLocked(pl *pointLock, txn txnlock.TxnID, tp *txnPoints, 
 func (s *stripe) txnPointsLocked(txn txnlock.TxnID) *txnPoints {
 	sp := s.lastSP
 	if s.lastTxn != txn || sp == nil {
-		sp = s.f.m.txns.pointsOf(txn, s.f, s.idx)
+		sp = s.f.m.txns.pointsOf(txn, s.f, int(s.idx))
 		s.lastTxn, s.lastSP = txn, sp
 	}
 	if sp.tp == nil {
-		sp.tp = s.newTxnPointsLocked()
+		sp.tp = &sp.own
 	}
 	return sp.tp
 }
@@ -265,35 +268,13 @@ func (s *stripe) forgetTxnLocked(txn txnlock.TxnID) {
 	}
 }
 
-// newTxnPointsLocked returns an empty list for a transaction's point
-// locks in s, from the free list if it can.
-func (s *stripe) newTxnPointsLocked() *txnPoints {
-	if n := len(s.freeTxns); n > 0 {
-		tp := s.freeTxns[n-1]
-		s.freeTxns[n-1] = nil
-		s.freeTxns = s.freeTxns[:n-1]
-		return tp
-	}
-	return &txnPoints{}
-}
-
-// freeTxnPointsLocked keeps tp, now empty, for reuse.
-func (s *stripe) freeTxnPointsLocked(tp *txnPoints) {
-	if len(s.freeTxns) < maxFreePoints && cap(tp.locks) <= 256 {
-		// unlinkHoldLocked nils every slot it frees: nothing to clear.
-		tp.locks = tp.locks[:0]
-		s.freeTxns = append(s.freeTxns, tp)
-	}
-}
-
 // newPointLockLocked returns an empty pointLock holding a copy of key
 // (hash h), from the free list if it can.
 func (s *stripe) newPointLockLocked(h uint64, key []byte) *pointLock {
-	var pl *pointLock
-	if n := len(s.free); n > 0 {
-		pl = s.free[n-1]
-		s.free[n-1] = nil
-		s.free = s.free[:n-1]
+	pl := s.free
+	if pl != nil {
+		s.free, pl.nextFree = pl.nextFree, nil
+		s.nFree--
 	} else {
 		pl = &pointLock{}
 	}
@@ -323,12 +304,18 @@ func (s *stripe) releasePointLocked(txn txnlock.TxnID, h uint64, key []byte) boo
 // txnPoints stays, possibly empty, until releaseAllPointsLocked.
 func (s *stripe) dropHoldLocked(pl *pointLock, i int) {
 	if s.unlinkHoldLocked(pl, i) {
-		s.points.Remove(pl.h, pl)
-		if s.ordered != nil {
-			s.ordered.Delete(pl)
-		}
-		s.freePointLockLocked(pl)
+		s.removePointLocked(pl)
 	}
+}
+
+// removePointLocked takes pl, which has no holder left, out of s and
+// keeps it for reuse (pl must not be used after that).
+func (s *stripe) removePointLocked(pl *pointLock) {
+	s.points.Remove(pl.h, pl)
+	if s.ordered != nil {
+		s.ordered.Delete(pl)
+	}
+	s.freePointLockLocked(pl)
 }
 
 // unlinkHoldLocked removes holder i of pl from pl and from its
@@ -353,13 +340,14 @@ func (s *stripe) unlinkHoldLocked(pl *pointLock, i int) bool {
 // count and keeps it for reuse.
 func (s *stripe) freePointLockLocked(pl *pointLock) {
 	s.pointMem -= pointLockBytes + keyBytes(len(pl.Key()))
-	if len(s.free) < maxFreePoints && len(pl.Key()) <= 64 {
-		s.free = append(s.free, pl)
+	if s.nFree < maxFreePoints && len(pl.Key()) <= 64 {
+		pl.nextFree, s.free = s.free, pl
+		s.nFree++
 	}
 }
 
 // releaseAllPointsLocked releases every point lock of txn in s (sp is its
-// entry for s) and gives its list back to the stripe. If rel is not nil,
+// entry for s) and empties its list. If rel is not nil,
 // it appends the released keys (as [k, k] ranges over copies). If kqs is
 // not nil, it appends to it the queues of the released keys that have
 // waiters. It returns how many it released, and kqs.
@@ -371,8 +359,8 @@ func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel
 	}
 	sp.tp = nil
 	n := len(tp.locks)
-	for len(tp.locks) > 0 {
-		pl := tp.locks[len(tp.locks)-1]
+	for i, pl := range tp.locks {
+		tp.locks[i] = nil
 		if rel != nil {
 			*rel = append(*rel, txnlock.Point(bytes.Clone(pl.key())))
 		}
@@ -381,9 +369,14 @@ func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel
 				kqs = append(kqs, kq)
 			}
 		}
-		s.dropHoldLocked(pl, pl.holderIndex(txn))
+		// The whole list goes: no slot to keep up to date.
+		pl.removeHolder(pl.holderIndex(txn))
+		if pl.first.txn == 0 {
+			s.removePointLocked(pl)
+		}
 	}
-	s.freeTxnPointsLocked(tp)
+	tp.locks = tp.locks[:0]
+	s.pointMem -= int64(n) * holdBytes
 	return n, kqs
 }
 
@@ -391,7 +384,7 @@ func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel
 func (s *stripe) resetPointsLocked() {
 	s.points.Reset()
 	s.ordered = nil
-	s.free, s.freeTxns = nil, nil
+	s.free, s.nFree = nil, 0
 	s.lastTxn, s.lastSP = 0, nil
 	s.pointMem = 0
 }

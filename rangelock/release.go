@@ -115,6 +115,7 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 		f.unlockAllWide(txn, t)
 		return
 	}
+	var kqBuf [8]*keyQueue
 	t.stripes(func(sp *stripePoints) {
 		s := &f.stripes[sp.idx]
 		s.mu.Lock()
@@ -123,7 +124,6 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 			return
 		}
 		var rel []txnlock.Range
-		var kqBuf [8]*keyQueue
 		var kqs []*keyQueue
 		var n int
 		if f.wide.Len() > 0 {
@@ -131,7 +131,7 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 			n, _ = s.releaseAllPointsLocked(txn, sp, &rel, nil)
 		} else {
 			// Only this stripe's point waiters can be woken: find the
-			// released keys' queues as the keys go (waitingBits makes
+			// released keys' queues as the keys go (waitMask makes
 			// that free where there are none).
 			n, kqs = s.releaseAllPointsLocked(txn, sp, nil, kqBuf[:0])
 		}

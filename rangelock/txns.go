@@ -25,6 +25,26 @@ type txnLocks struct {
 	more  []*famTouch
 }
 
+// reset empties rec for another transaction, keeping the buffers of its
+// first family's inline point lists (a transaction's lists are empty
+// once it is fully released).
+func (rec *txnLocks) reset() {
+	t := &rec.first
+	for i := range t.n {
+		if own := &t.inline[i].own; cap(own.locks) <= maxKeptPoints {
+			t.inline[i] = stripePoints{own: txnPoints{locks: own.locks[:0]}}
+		} else {
+			t.inline[i] = stripePoints{}
+		}
+	}
+	t.f, t.wide, t.n, t.extra = nil, false, 0, nil
+	rec.more = nil
+}
+
+// maxKeptPoints bounds the capacity of a point list that a recycled
+// record keeps.
+const maxKeptPoints = 256
+
 // touches calls fn for each family the transaction touched.
 func (rec *txnLocks) touches(fn func(t *famTouch)) {
 	if rec.first.f != nil {
@@ -57,12 +77,14 @@ func (t *famTouch) stripes(fn func(sp *stripePoints)) {
 }
 
 // stripePoints is a transaction's entry for one stripe. idx is
-// immutable; tp, the list of its point locks there, is guarded by that
-// stripe's mutex: set from the stripe's free list on the first lock,
-// handed back by UnlockAll.
+// immutable while the record lives; tp, the list of its point locks
+// there, is guarded by that stripe's mutex: it points to own from the
+// first lock until UnlockAll, nil otherwise. own's buffer stays with the
+// record when the table recycles it.
 type stripePoints struct {
 	idx int
 	tp  *txnPoints
+	own txnPoints
 }
 
 // init sizes the table like the families: as many shards as stripes.
@@ -191,7 +213,7 @@ func (tt *txnTable) take(txn txnlock.TxnID) *txnLocks {
 // request of txn that raced with the release found it gone from the table
 // and made a new one.
 func (tt *txnTable) recycle(txn txnlock.TxnID, rec *txnLocks) {
-	*rec = txnLocks{}
+	rec.reset()
 	st := tt.t.Stripe(txn)
 	st.Mu.Lock()
 	st.RecycleLocked(rec)
