@@ -44,6 +44,11 @@ type extra struct {
 	more []*hold        // shared holders after h, in grant order
 	q    lockwait.Queue // waiters, FIFO; upgrades at the front
 	res  txnlock.ResourceID
+	// ref is [key, key] over a copy of the entry's key, for the lock
+	// references of waiters (the detector's reports keep them, so they
+	// cannot share the entry's recycled buffer). Made for the first
+	// waiter with a detector, kept while the entry keeps its key.
+	ref txnlock.Range
 }
 
 // ext returns e.x, allocating it on first use.

@@ -176,13 +176,16 @@ func (m *Manager) reserveKey() bool {
 // blockers). The waiter reports its wait itself, in Wait.
 func (m *Manager) enqueueLocked(st *stripe, e *entry, req *txnlock.Request, upgrade bool) *lockwait.Waiter {
 	ref := txnlock.LockRef{CF: req.CF, Mode: req.Mode}
+	x := e.ext()
 	if m.det != nil {
 		// For the detector's reports; Status takes the key from the entry.
-		ref.Range = txnlock.Point([]byte(e.Key()))
+		if !x.ref.Valid() {
+			x.ref = txnlock.Point([]byte(e.Key()))
+		}
+		ref.Range = x.ref
 	}
 	w := lockwait.New(req.Txn, ref, m.now())
 	w.Upgrade = upgrade
-	x := e.ext()
 	if upgrade {
 		x.q.InsertBefore(w, x.firstNonUpgradeLocked())
 	} else {

@@ -73,6 +73,9 @@ func (st *stripe) newEntryLocked(key []byte) *entry {
 	st.freeLen--
 	e.h.e = e
 	e.SetKey(key)
+	if e.x != nil {
+		e.x.ref = txnlock.Range{} // made for the old key
+	}
 	return e
 }
 
