@@ -85,13 +85,15 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	err = w.Wait(ctx, timeout, m.clock, m.det)
 	if err == nil {
 		// The granter recorded the hold (in the entry and in this
-		// transaction's record) before it signalled.
+		// transaction's record) and unlinked w before it signalled.
+		w.Release()
 		return nil
 	}
 	st.mu.Lock()
 	blockers := e.blockersLocked(nil, w)
 	m.removeWaiterLocked(st, h, e, w, err)
 	st.mu.Unlock()
+	w.Release()
 	if err != txnlock.ErrLockTimeout {
 		blockers = nil
 	}

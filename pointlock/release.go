@@ -127,14 +127,19 @@ func (m *Manager) grantWaitersLocked(st *stripe, e *entry) bool {
 		if !e.grantableLocked(txn, mode) {
 			break
 		}
-		// Record the hold first, then signal: the waiter returns as soon as
-		// Grant succeeds, and its next call must find the hold in its
-		// record. If the waiter failed meanwhile, undo.
+		// Record the hold and unlink the waiter first, then signal: the
+		// waiter returns as soon as Grant succeeds, its next call must
+		// find the hold in its record, and it may recycle w at once
+		// (lockwait.Waiter.Release). If the waiter failed meanwhile,
+		// undo: it unlinks itself.
+		since := w.Since
+		x.q.Remove(w)
 		if hd := e.holdOfLocked(txn); hd != nil {
 			old := hd.mode
 			hd.mode = old.Max(mode)
 			if !w.Grant() {
 				hd.mode = old
+				x.q.InsertBefore(w, next)
 				w = next
 				continue
 			}
@@ -142,13 +147,13 @@ func (m *Manager) grantWaitersLocked(st *stripe, e *entry) bool {
 			m.addHoldLocked(st, e, txn, mode)
 			if !w.Grant() {
 				m.dropHoldLocked(e, e.holdOfLocked(txn))
+				x.q.InsertBefore(w, next)
 				w = next
 				continue
 			}
 		}
-		x.q.Remove(w)
 		st.c.Acquired++
-		st.c.EndWait(nil, w.Since, m.now())
+		st.c.EndWait(nil, since, m.now())
 		granted = true
 		w = next
 	}

@@ -2,6 +2,7 @@ package lockwait
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,14 +41,46 @@ type Waiter struct {
 	state atomic.Int32
 	err   error // written before state becomes stateFailed
 	ch    chan struct{}
+	// reported is set by Wait when it told a detector about the wait:
+	// Release then keeps its hands off (see Release).
+	reported bool
 
 	next, prev *Waiter
 	queue      *Queue
 }
 
+// pool recycles Waiters handed back by Release, with their channels: a
+// wait on a hot key then allocates nothing, which keeps the garbage
+// collector, and the stalls it brings to a thousand queued goroutines,
+// away.
+var pool = sync.Pool{New: func() any { return &Waiter{ch: make(chan struct{}, 1)} }}
+
 // New returns a waiting Waiter for txn.
 func New(txn txnlock.TxnID, lock txnlock.LockRef, since time.Time) *Waiter {
-	return &Waiter{txn: txn, Lock: lock, Since: since, ch: make(chan struct{}, 1)}
+	w := pool.Get().(*Waiter)
+	w.txn, w.Lock, w.Since = txn, lock, since
+	return w
+}
+
+// Release hands w back for reuse by a later New. The owner calls it once
+// Wait has returned and w is unlinked from its queue, when nothing else
+// can refer to w: a granter does not touch a waiter after a successful
+// Grant, and the managers fail queued waiters only under the lock that
+// guards the queue. A wait that Wait reported to a detector is left to
+// the garbage collector instead: the detector may have handed the waiter
+// to Options.OnDeadlock or a background snapshot. Release is optional
+// (dropping w is correct too); w must not be used after it.
+func (w *Waiter) Release() {
+	if w.reported || w.queue != nil {
+		return
+	}
+	ch := w.ch
+	select {
+	case <-ch: // granted or failed, but never waited for
+	default:
+	}
+	*w = Waiter{ch: ch} // state is stateWaiting (0) again
+	pool.Put(w)
 }
 
 // Txn is the waiting transaction (txnlock.Waiter).
@@ -157,6 +190,7 @@ func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.
 // report tells det about the wait and, if check and Block asks for it,
 // runs the detector's Check, failing the wait if it must give up.
 func (w *Waiter) report(det txnlock.Detector, check bool) {
+	w.reported = true
 	edge := txnlock.WaitEdge{Waiter: w, Resource: w.Resource, Lock: w.Lock, LocksHeld: w.LocksHeld, Since: w.Since}
 	if det.Block(edge) && check {
 		if err := det.Check(w); err != nil {
