@@ -54,8 +54,10 @@ type core struct {
 	testingOnBreak func(*txnlock.DeadlockError)
 }
 
-// decision is what the wrapper must do after the core decided, outside
-// its mutex.
+// decision is what the wrapper must do after the core decided: fail the
+// victims before it releases its mutex (while their waits are still in the
+// graph, no victim's Wait can have returned and recycled its waiter), the
+// rest after.
 type decision struct {
 	err      error                    // for the requester of Check, or nil
 	victims  []victimErr              // other waiters to fail
@@ -304,8 +306,10 @@ func (c *core) resolve(cycle []*edge) (decision, *edge) {
 	live := make([]*edge, len(cycle))
 	for i, s := range cycle {
 		next := cycle[(i+1)%len(cycle)].txn
-		l := c.g.find(s.waiter)
-		if l == nil || !l.active() || l.res.id != s.res.id || next == l.txn || !l.res.blocks(next) {
+		// The same wait, not only the same waiter: a recycled waiter
+		// may wait again, elsewhere (lockwait.Waiter.Release).
+		l := c.g.findWait(s.txn, s.waiter)
+		if l == nil || l.seq != s.seq || !l.active() || l.res.id != s.res.id || next == l.txn || !l.res.blocks(next) {
 			c.stats.FalsePositivesAvoided++
 			return decision{}, s
 		}
@@ -327,7 +331,7 @@ func backgroundPass(snap *graph, stack *[]frame, maxCycles int, resolve func([]*
 		if cycle == nil {
 			return steps, false
 		}
-		snap.removeEdge(snap.find(resolve(cycle).waiter))
+		snap.removeEdge(resolve(cycle))
 	}
 	return steps, true
 }

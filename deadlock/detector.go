@@ -20,8 +20,10 @@ const passRestFactor = 10
 // (txnlock.Detector). It is safe for concurrent use.
 //
 // Lock order: a manager's locks, then Detector.mu. The detector never
-// calls a manager, and calls Waiter.Fail and Options.OnDeadlock with mu
-// released.
+// calls a manager. It calls Waiter.Fail with mu held (Fail takes no lock
+// and never blocks): a victim's waiter cannot finish its Wait, whose
+// Unblock takes mu, and be recycled in between. It calls
+// Options.OnDeadlock with mu released.
 type Detector struct {
 	opts    Options
 	nextRes atomic.Uint64
@@ -157,16 +159,21 @@ func (d *Detector) Check(w txnlock.Waiter) error {
 	}
 	d.mu.Lock()
 	dec := d.mu.c.check(w)
+	failVictims(dec)
 	d.mu.Unlock()
 	d.apply(dec)
 	return dec.err
 }
 
-// apply carries out a decision with mu released.
-func (d *Detector) apply(dec decision) {
+// failVictims fails the victims of a decision. d.mu is held.
+func failVictims(dec decision) {
 	for _, v := range dec.victims {
 		v.w.Fail(v.err)
 	}
+}
+
+// apply carries out the rest of a decision with mu released.
+func (d *Detector) apply(dec decision) {
 	if dec.deferred {
 		d.wake()
 	}
@@ -268,6 +275,7 @@ func (d *Detector) checkSuspects() (passWanted bool) {
 	}
 	passWanted = d.mu.c.passWanted
 	d.mu.c.passWanted = false
+	failVictims(dec)
 	d.mu.Unlock()
 	d.apply(dec)
 	return passWanted
@@ -296,6 +304,7 @@ func (d *Detector) backgroundPass() {
 	steps, more := backgroundPass(snap, &d.passStack, maxCyclesPerPass, func(cycle []*edge) *edge {
 		d.mu.Lock()
 		dec, drop := d.mu.c.resolve(cycle)
+		failVictims(dec)
 		d.mu.Unlock()
 		d.apply(dec)
 		return drop

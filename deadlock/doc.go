@@ -62,7 +62,7 @@
 //	  wait, record the history                         background pass
 //	  (requester: Check returns the                    AssumeDeadlock: Check
 //	   *DeadlockError; another txn:                    returns a DeadlockError
-//	   Waiter.Fail, after mu)                          with LimitExceeded
+//	   Waiter.Fail, under mu)                          with LimitExceeded
 //	         │
 //	         ▼ OnDeadlock(err), after mu
 //
@@ -134,10 +134,13 @@
 // graph.go and search.go are a plain graph and its one search: no lock,
 // no goroutine, time only from an injected clock. core.go makes the
 // decisions (victim, report, history, counters) and returns them. Detector
-// (detector.go) wraps the core with one mutex and carries decisions out
-// with the mutex released; its background goroutine is the third layer.
+// (detector.go) wraps the core with one mutex, fails the victims before
+// it releases it and runs the callbacks after; its background goroutine is
+// the third layer.
 //
 // Lock order: a manager's locks, then Detector.mu. The detector never
-// calls into a manager; Waiter.Fail and OnDeadlock run after mu is
-// released.
+// calls into a manager. Waiter.Fail (which takes no lock) runs under mu,
+// while the victim's wait is known to be live: a waiter that finished its
+// Wait may be recycled for another (lockwait.Waiter.Release). OnDeadlock
+// runs after mu is released.
 package deadlock

@@ -113,9 +113,15 @@ func (g *graph) waiting(txn txnlock.TxnID) bool {
 	return false
 }
 
-// find returns w's wait, or nil.
-func (g *graph) find(w txnlock.Waiter) *edge {
-	if n := g.txns[w.Txn()]; n != nil {
+// find returns w's wait, or nil. w must be a live waiter (its wait not
+// over and unblocked): see findWait.
+func (g *graph) find(w txnlock.Waiter) *edge { return g.findWait(w.Txn(), w) }
+
+// findWait returns the wait of waiter w of txn, or nil. It compares w and
+// calls none of its methods, so w may be a waiter a snapshot still names
+// after its wait ended and its owner recycled it.
+func (g *graph) findWait(txn txnlock.TxnID, w txnlock.Waiter) *edge {
+	if n := g.txns[txn]; n != nil {
 		for _, e := range n.waits {
 			if e.waiter == w {
 				return e

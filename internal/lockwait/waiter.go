@@ -41,9 +41,6 @@ type Waiter struct {
 	state atomic.Int32
 	err   error // written before state becomes stateFailed
 	ch    chan struct{}
-	// reported is set by Wait when it told a detector about the wait:
-	// Release then keeps its hands off (see Release).
-	reported bool
 
 	next, prev *Waiter
 	queue      *Queue
@@ -64,14 +61,15 @@ func New(txn txnlock.TxnID, lock txnlock.LockRef, since time.Time) *Waiter {
 
 // Release hands w back for reuse by a later New. The owner calls it once
 // Wait has returned and w is unlinked from its queue, when nothing else
-// can refer to w: a granter does not touch a waiter after a successful
-// Grant, and the managers fail queued waiters only under the lock that
-// guards the queue. A wait that Wait reported to a detector is left to
-// the garbage collector instead: the detector may have handed the waiter
-// to Options.OnDeadlock or a background snapshot. Release is optional
-// (dropping w is correct too); w must not be used after it.
+// uses w: a granter does not touch a waiter after a successful Grant, the
+// managers fail queued waiters only under the lock that guards the queue,
+// and a detector fails a waiter only while its wait is in the graph,
+// before Wait's Unblock (a background snapshot may still name w, but
+// compares it and calls none of its methods but Active, an atomic read).
+// Release is optional (dropping w is correct too); w must not be used
+// after it.
 func (w *Waiter) Release() {
-	if w.reported || w.queue != nil {
+	if w.queue != nil {
 		return
 	}
 	ch := w.ch
@@ -79,7 +77,10 @@ func (w *Waiter) Release() {
 	case <-ch: // granted or failed, but never waited for
 	default:
 	}
-	*w = Waiter{ch: ch} // state is stateWaiting (0) again
+	// Field by field: a snapshot may read state (atomically) meanwhile.
+	w.txn, w.Lock, w.Upgrade, w.Since = 0, txnlock.LockRef{}, false, time.Time{}
+	w.Resource, w.LocksHeld, w.Ext, w.err = 0, 0, nil, nil
+	w.state.Store(stateWaiting)
 	pool.Put(w)
 }
 
@@ -190,7 +191,6 @@ func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.
 // report tells det about the wait and, if check and Block asks for it,
 // runs the detector's Check, failing the wait if it must give up.
 func (w *Waiter) report(det txnlock.Detector, check bool) {
-	w.reported = true
 	edge := txnlock.WaitEdge{Waiter: w, Resource: w.Resource, Lock: w.Lock, LocksHeld: w.LocksHeld, Since: w.Since}
 	if det.Block(edge) && check {
 		if err := det.Check(w); err != nil {
