@@ -60,7 +60,14 @@ func (f *family) coveredLocked(q *request, mode txnlock.Mode) bool {
 func (f *family) lockPointFast(txn txnlock.TxnID, key []byte, h uint64, si int, mode txnlock.Mode) (done bool, err error) {
 	s := &f.stripes[si]
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	done, err = s.lockPointFastLocked(txn, key, h, mode)
+	s.mu.Unlock()
+	return done, err
+}
+
+// lockPointFastLocked is lockPointFast with s's mutex held.
+func (s *stripe) lockPointFastLocked(txn txnlock.TxnID, key []byte, h uint64, mode txnlock.Mode) (done bool, err error) {
+	f := s.f
 	if f.dead != nil {
 		return true, f.dead
 	}

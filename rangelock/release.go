@@ -116,43 +116,49 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 		return
 	}
 	var kqBuf [8]*keyQueue
-	t.stripes(func(sp *stripePoints) {
-		s := &f.stripes[sp.idx]
-		s.mu.Lock()
-		if f.dead != nil {
-			s.mu.Unlock()
-			return
-		}
-		var rel []txnlock.Range
-		var kqs []*keyQueue
-		var n int
-		if f.wide.Len() > 0 {
-			// Wide waiters may overlap what is released: keep the keys.
-			n, _ = s.releaseAllPointsLocked(txn, sp, &rel, nil)
-		} else {
-			// Only this stripe's point waiters can be woken: find the
-			// released keys' queues as the keys go (waitMask makes
-			// that free where there are none).
-			n, kqs = s.releaseAllPointsLocked(txn, sp, nil, kqBuf[:0])
-		}
-		if n == 0 {
-			s.mu.Unlock()
-			return
-		}
-		s.syncMemLocked(&f.m.mem)
-		s.counters.Released += uint64(n)
-		for _, kq := range kqs {
-			f.recheckQueueLocked(s, kq)
-		}
-		f.recheckStripeLocked(s, rel)
-		wide := f.wideOverlapsLocked(rel)
+	for i := range t.numStripes() {
+		f.unlockAllPoints(txn, t.stripeAt(i), kqBuf[:0])
+	}
+}
+
+// unlockAllPoints releases every point lock of txn in one stripe (sp is its
+// entry there) and wakes whom that may grant; kqBuf is scratch space.
+func (f *family) unlockAllPoints(txn txnlock.TxnID, sp *stripePoints, kqBuf []*keyQueue) {
+	s := &f.stripes[sp.idx]
+	s.mu.Lock()
+	if f.dead != nil {
 		s.mu.Unlock()
-		if wide {
-			f.lockStripes()
-			f.recheckWideLocked(rel)
-			f.unlockStripes()
-		}
-	})
+		return
+	}
+	var rel []txnlock.Range
+	var kqs []*keyQueue
+	var n int
+	if f.wide.Len() > 0 {
+		// Wide waiters may overlap what is released: keep the keys.
+		n, _ = s.releaseAllPointsLocked(txn, sp, &rel, nil)
+	} else {
+		// Only this stripe's point waiters can be woken: find the
+		// released keys' queues as the keys go (waitMask makes that
+		// free where there are none).
+		n, kqs = s.releaseAllPointsLocked(txn, sp, nil, kqBuf)
+	}
+	if n == 0 {
+		s.mu.Unlock()
+		return
+	}
+	s.syncMemLocked(&f.m.mem)
+	s.counters.Released += uint64(n)
+	for _, kq := range kqs {
+		f.recheckQueueLocked(s, kq)
+	}
+	f.recheckStripeLocked(s, rel)
+	wide := f.wideOverlapsLocked(rel)
+	s.mu.Unlock()
+	if wide {
+		f.lockStripes()
+		f.recheckWideLocked(rel)
+		f.unlockStripes()
+	}
 }
 
 // unlockAllWide releases every lock of txn in f, wide and point (t says

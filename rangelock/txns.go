@@ -60,10 +60,23 @@ type famTouch struct {
 	f    *family
 	wide bool // it requested a wide range (or was escalated)
 	// An entry per stripe it asked for points in: the first ones
-	// inline, the rest in extra.
+	// inline (idxs[i] is inline[i].idx, packed for the search of
+	// pointsOf), the rest in extra.
 	n      int
+	idxs   [8]int32
 	inline [8]stripePoints
 	extra  []*stripePoints
+}
+
+// numStripes is the number of t's per-stripe entries.
+func (t *famTouch) numStripes() int { return t.n + len(t.extra) }
+
+// stripeAt returns t's per-stripe entry i, 0 <= i < numStripes().
+func (t *famTouch) stripeAt(i int) *stripePoints {
+	if i < t.n {
+		return &t.inline[i]
+	}
+	return t.extra[i-t.n]
 }
 
 // stripes calls fn for each of t's per-stripe entries.
@@ -148,9 +161,9 @@ func (tt *txnTable) pointsOf(txn txnlock.TxnID, f *family, idx int) *stripePoint
 	st.Mu.Lock()
 	t := touchLocked(st, txn, f)
 	for i := range t.n {
-		if sp := &t.inline[i]; sp.idx == idx {
+		if t.idxs[i] == int32(idx) {
 			st.Mu.Unlock()
-			return sp
+			return &t.inline[i]
 		}
 	}
 	for _, sp := range t.extra {
@@ -162,6 +175,7 @@ func (tt *txnTable) pointsOf(txn txnlock.TxnID, f *family, idx int) *stripePoint
 	var sp *stripePoints
 	if t.n < len(t.inline) {
 		sp = &t.inline[t.n]
+		t.idxs[t.n] = int32(idx)
 		t.n++
 	} else {
 		sp = &stripePoints{}
