@@ -14,7 +14,9 @@
 //	   └───────────────────────────────────▶ failed
 //
 // Who removes a waiter from its queue:
-//   - granted: the manager that granted it, in the same critical section;
+//   - granted: the manager that granted it, in the same critical section
+//     (pointlock before Grant, putting it back if Grant fails; rangelock
+//     after);
 //   - failed: the waiting goroutine itself, when Wait returns an error: it
 //     takes the manager's lock, unlinks itself, and re-checks the queue
 //     behind it exactly as a release does.
@@ -32,4 +34,15 @@
 // Until it is unlinked a failed waiter is still in the queue; managers skip
 // waiters whose Grant fails. Grant wins a race with a timeout: a waiter that
 // was granted before its own Fail reports success.
+//
+// Waiters are recycled: New takes one from a pool and Release gives it
+// back, so that a wait allocates nothing (a hot key with a thousand
+// queued goroutines otherwise keeps the garbage collector busy, and every
+// collection stalls the queue). A manager may Release a waiter once Wait
+// has returned and the waiter is out of its queue, provided no one else
+// can still touch it. pointlock does so: its granter unlinks the waiter
+// before Grant and touches it no more after a successful Grant, and the
+// detector fails waiters only under its mutex, while their waits are in
+// its graph (see the deadlock package). rangelock's granter still reads
+// the waiter after Grant, so it does not recycle them.
 package lockwait

@@ -171,3 +171,52 @@ func TestQueue(t *testing.T) {
 	require.Equal(t, []txnlock.TxnID{1, 2}, order())
 	require.True(t, b.Queued())
 }
+
+// TestReleaseRecycles: a released waiter comes back from New as a fresh
+// one (no state, fields or pending signal of its last wait), and a waiter
+// still in a queue is never recycled.
+func TestReleaseRecycles(t *testing.T) {
+	for _, end := range []string{"granted", "failed", "signalled, never waited"} {
+		t.Run(end, func(t *testing.T) {
+			w := newW(7)
+			w.Upgrade, w.Resource, w.LocksHeld, w.Ext = true, 3, 4, "x"
+			switch end {
+			case "granted":
+				require.True(t, w.Grant())
+				require.NoError(t, w.Wait(context.Background(), txnlock.WaitForever, txnlock.SystemClock{}, nil))
+			case "failed":
+				require.True(t, w.Fail(txnlock.ErrLockTimeout))
+				require.ErrorIs(t, w.Wait(context.Background(), txnlock.WaitForever, txnlock.SystemClock{}, nil), txnlock.ErrLockTimeout)
+			default:
+				require.True(t, w.Grant()) // its token is still in the channel
+			}
+			w.Release()
+			// sync.Pool gives no guarantee to get w back; whatever New
+			// returns must be fresh.
+			for range 4 {
+				v := newW(8)
+				require.Equal(t, txnlock.TxnID(8), v.Txn())
+				require.True(t, v.Active())
+				require.NoError(t, v.Err())
+				require.False(t, v.Upgrade)
+				require.Zero(t, v.Resource)
+				require.Zero(t, v.LocksHeld)
+				require.Nil(t, v.Ext)
+				require.False(t, v.Queued())
+				// No stale signal: a Wait with a short timeout times out.
+				require.ErrorIs(t, v.Wait(context.Background(), time.Millisecond, txnlock.SystemClock{}, nil), txnlock.ErrLockTimeout)
+				// (v failed: Release it for the next round.)
+				v.Release()
+			}
+		})
+	}
+	t.Run("queued", func(t *testing.T) {
+		var q Queue
+		w := newW(9)
+		q.PushBack(w)
+		w.Release() // a no-op: w is still linked
+		require.True(t, w.Queued())
+		require.Equal(t, txnlock.TxnID(9), w.Txn())
+		require.Same(t, w, q.Front())
+	})
+}
