@@ -40,6 +40,32 @@ func TestRelockAllocatesNothing(t *testing.T) {
 		cycle() // warm: entries recycled, records and tables sized
 	}
 	require.Zero(t, testing.AllocsPerRun(1000, cycle))
+
+	// Keys of two lengths, as an engine's primary and secondary index
+	// entries: a recycled entry's key buffer is reused only for a key of
+	// its length, and the free lists come to hold both.
+	for j := range ranges {
+		if j%2 == 1 {
+			k, _ := ranges[j].PointKey()
+			ranges[j] = txnlock.Point(append(append([]byte(nil), k...), "-secondary"...))
+		}
+	}
+	// Eight keys per run: AllocsPerRun truncates its average, and one
+	// stray allocation in a few runs must show.
+	txn := txnlock.TxnID(100)
+	txnCycle := func() {
+		txn++
+		for range 8 {
+			r := ranges[i%len(ranges)]
+			i++
+			_ = m.Lock(ctx, txnlock.Request{Txn: txn, Range: r, Mode: txnlock.Exclusive})
+		}
+		_ = m.UnlockAll(txn)
+	}
+	for range 1000 {
+		txnCycle()
+	}
+	require.Zero(t, testing.AllocsPerRun(1000, txnCycle))
 }
 
 // TestStatusSince checks the waiter's Since (manager clock at the start of

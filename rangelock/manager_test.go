@@ -133,13 +133,29 @@ func TestPointLockLayout(t *testing.T) {
 // each lock a few points and end with UnlockAll allocates nothing: point
 // locks, per-stripe lists and the transactions' records are all recycled.
 func TestTransactionsAllocateNothing(t *testing.T) {
+	t.Run("one key length", func(t *testing.T) {
+		testAllocateNothing(t, func(i int) []byte { return fmt.Appendf(nil, "key-%012d", i) })
+	})
+	// As an engine's primary and secondary index entries: a recycled
+	// lock's key buffer is reused only for a key of its length.
+	t.Run("two key lengths", func(t *testing.T) {
+		testAllocateNothing(t, func(i int) []byte {
+			if i%2 == 0 {
+				return fmt.Appendf(nil, "pk-%011d", i)
+			}
+			return fmt.Appendf(nil, "sk-%011d-%07d", i, i)
+		})
+	})
+}
+
+func testAllocateNothing(t *testing.T, key func(int) []byte) {
 	m, err := New(Options{})
 	require.NoError(t, err)
 	defer m.Close()
 	ctx := context.Background()
 	keys := make([][]byte, 64)
 	for i := range keys {
-		keys[i] = fmt.Appendf(nil, "key-%012d", i)
+		keys[i] = key(i)
 	}
 	txn := txnlock.TxnID(0)
 	one := func() {
