@@ -211,11 +211,15 @@ func BenchmarkParallelDisjoint(b *testing.B) {
 // holder's release to the next holder's return from Lock — is measured
 // exactly. It reports ops/s, the median hand-off, the median and p99 wait
 // of a Lock call, and p99-wait/(goroutines × median hand-off), the fair
-// share FIFO promises. Targets: ops/s at 1024 ≥ 50% of ops/s at 2;
+// share FIFO promises, and the hand-off's p99, p99.9 and maximum (a wait
+// spans goroutines hand-offs, so one slow hand-off in a thousand shows in
+// the p99 wait at 16 goroutines). Targets: ops/s at 1024 ≥ 50% of ops/s at 2;
 // p99-per-fair-share ≤ 2. Because a time tail on a shared machine is mostly
 // the holder's thread being descheduled, it also reports fairness counted in
-// grants: max-passed-per-goroutine < 1 means no request was ever overtaken
-// beyond the FIFO bound.
+// grants: p99-passed-per-goroutine < 1 means FIFO held for 99% of the
+// requests (the maximum also counts the grants a goroutine missed while it
+// was descheduled between reading the count and queueing, so it can exceed
+// 1 without any overtaking).
 func BenchmarkHotKey(b *testing.B) {
 	for _, g := range benchGoroutines {
 		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
@@ -282,6 +286,9 @@ func BenchmarkHotKey(b *testing.B) {
 			p99 := float64(waits[len(waits)*99/100].Nanoseconds())
 			b.ReportMetric(float64(len(waits))/elapsed.Seconds(), "ops/s")
 			b.ReportMetric(handoff, "handoff-p50-ns")
+			b.ReportMetric(float64(handoffs[len(handoffs)*99/100]), "handoff-p99-ns")
+			b.ReportMetric(float64(handoffs[len(handoffs)*999/1000]), "handoff-p999-ns")
+			b.ReportMetric(float64(handoffs[len(handoffs)-1]), "handoff-max-ns")
 			b.ReportMetric(float64(waits[len(waits)/2].Nanoseconds()), "wait-p50-ns")
 			b.ReportMetric(p99, "wait-p99-ns")
 			b.ReportMetric(p99/(float64(g)*handoff), "p99-per-fair-share")
