@@ -75,6 +75,11 @@
 //
 //	Lock(ctx, {Txn, CF, Range, Mode, Timeout})
 //	  validate (typed *txnlock.LockError, state unchanged)
+//	  point: lockPointFast, under the stripe of k alone:
+//	    a re-lock of a key the txn holds in the mode  ──▶ nil (a no-op)
+//	    a key nobody holds or waits for, nothing wide
+//	    in the family, within MaxLockMemory            ──▶ acquire, nil
+//	    anything else: on, with nothing changed
 //	  lock the stripe of k (point) or every stripe (wide)
 //	  already covered by the txn's own locks?        ──▶ nil (a no-op)
 //	  over MaxLockMemory? drop the locks, escalate the family, retry once;
@@ -129,5 +134,18 @@
 //
 // A transaction table, sharded by TxnID, remembers which stripes (and
 // whether wide locks) each transaction has touched in each family, so that
-// UnlockAll costs what the transaction holds.
+// UnlockAll costs what the transaction holds. A transaction's list of its
+// point locks in a stripe lives in its record (guarded by that stripe's
+// mutex), and records are recycled with their lists' buffers.
+//
+// # Cache lines
+//
+// The fields of a stripe that a point request touches when it needs no
+// queue come first and fill its first three cache lines; a stripe's size is
+// a multiple of a line, so no two stripes share one. Its free list of
+// point locks is intrusive (no array of its own to fetch), and a one-word
+// mask of the hash bits of its waiting keys answers "no queue for this
+// key" from the first lines. A point request that needs no queue allocates
+// nothing: recycled locks keep their key buffers, and a new lock takes a
+// recycled one whose buffer has its key's length when there is one.
 package rangelock
