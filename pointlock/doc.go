@@ -41,11 +41,17 @@
 //	  │ unlock stripe.mu; count the txn's locks (for the detector)
 //	  ▼
 //	Waiter.Wait(ctx, timeout, clock, detector): Block, maybe Check, ...
-//	  ├─ Grant by a releaser (under stripe.mu: hold recorded in the entry
-//	  │  and the transaction's record, then signalled, then unlinked)
-//	  │  ─▶ Unblock ─▶ nil
+//	  ├─ Grant by a releaser (under stripe.mu: waiter unlinked, hold
+//	  │  recorded in the entry and the transaction's record, then
+//	  │  signalled; the releaser touches the waiter no more)
+//	  │  ─▶ Unblock ─▶ Release the waiter to its pool ─▶ nil
 //	  └─ Fail (timeout, ctx, deadlock victim, Close) ─▶ Unblock; lock
-//	     stripe.mu, unlink, re-check the queue like a release ─▶ err
+//	     stripe.mu, unlink, re-check the queue like a release; Release
+//	     the waiter ─▶ err
+//
+// So a wait allocates nothing in the steady state: waiters and their
+// channels are recycled (lockwait.Waiter.Release), and the detector's lock
+// reference is a copy of the key made once per contended entry.
 //
 // A release (Unlock, UnlockAll, or a waiter that gives up) ends in
 // settleLocked: it walks the queue from the front, skips waiters that
@@ -100,7 +106,9 @@
 // entry's extra on demand. Released entries are recycled per stripe (at
 // most 64 kept) with their key buffers, so in steady state a lock/unlock
 // cycle of a fresh key allocates nothing (see stripe.newEntryLocked for why
-// reusing the buffer is sound).
+// reusing the buffer is sound); a new entry takes a recycled one whose key
+// has its key's length if one is near the head of the free list, so keys
+// of several lengths do not allocate either.
 //
 // # Transactions
 //
