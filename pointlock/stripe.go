@@ -62,50 +62,20 @@ const maxFree = 64
 // reads it under the mutex, or (UnlockAll) under the transaction stripe
 // while the entry is held, hence not recyclable.
 func (st *stripe) newEntryLocked(key []byte) *entry {
-	e := st.takeFreeLocked(len(key))
+	// A free entry's h.e links the list.
+	e := keytable.TakeFree(&st.free, func(e *entry) **entry { return &e.h.e }, len(key))
 	if e == nil {
 		e = &entry{}
 		e.h.e = e
 		e.SetKey(key)
 		return e
 	}
+	st.freeLen--
 	e.h.e = e
 	e.SetKey(key)
 	if e.x != nil {
 		e.x.ref = txnlock.Range{} // made for the old key
 	}
-	return e
-}
-
-// freeSearch is how far takeFreeLocked looks for a recycled entry whose
-// key buffer fits.
-const freeSearch = 4
-
-// takeFreeLocked unlinks and returns a recycled entry whose key has keyLen
-// bytes, among the first few of the free list (SetKey then reuses its
-// buffer: an engine that locks keys of several lengths would otherwise
-// allocate a key on most requests). If none of them fits it returns nil
-// while the list is shorter than that, so that it comes to hold every
-// length in use, and else the last one it looked at, so that lengths no
-// longer in use leave. The entry's h.e still links the list.
-func (st *stripe) takeFreeLocked(keyLen int) *entry {
-	var prev *entry
-	e := st.free
-	for i := 0; e != nil && len(e.Key()) != keyLen; i++ {
-		if i == freeSearch-1 {
-			break // e is the last one looked at
-		}
-		prev, e = e, e.h.e
-	}
-	if e == nil {
-		return nil
-	}
-	if prev == nil {
-		st.free = e.h.e
-	} else {
-		prev.h.e = e.h.e
-	}
-	st.freeLen--
 	return e
 }
 

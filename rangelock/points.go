@@ -271,46 +271,15 @@ func (s *stripe) forgetTxnLocked(txn txnlock.TxnID) {
 // newPointLockLocked returns an empty pointLock holding a copy of key
 // (hash h), from the free list if it can.
 func (s *stripe) newPointLockLocked(h uint64, key []byte) *pointLock {
-	pl := s.takeFreeLocked(len(key))
+	pl := keytable.TakeFree(&s.free, func(pl *pointLock) **pointLock { return &pl.nextFree }, len(key))
 	if pl == nil {
 		pl = &pointLock{}
+	} else {
+		s.nFree--
 	}
 	pl.SetKey(key)
 	pl.h = h // first is empty, *more too: recycled only without holders
 	s.pointMem += pointLockBytes + keyBytes(len(key))
-	return pl
-}
-
-// freeSearch is how far takeFreeLocked looks for a recycled pointLock
-// whose key buffer fits.
-const freeSearch = 4
-
-// takeFreeLocked unlinks and returns a recycled pointLock whose key has
-// keyLen bytes, among the first few of the free list (SetKey then reuses
-// its buffer: an engine that locks keys of several lengths, say primary
-// and secondary index entries, would otherwise allocate a key on most
-// requests). If none of them fits it returns nil while the list is
-// shorter than that, so that it comes to hold every length in use, and
-// else the last one it looked at, so that lengths no longer in use leave.
-func (s *stripe) takeFreeLocked(keyLen int) *pointLock {
-	var prev *pointLock
-	pl := s.free
-	for i := 0; pl != nil && len(pl.Key()) != keyLen; i++ {
-		if i == freeSearch-1 {
-			break // pl is the last one looked at
-		}
-		prev, pl = pl, pl.nextFree
-	}
-	if pl == nil {
-		return nil
-	}
-	if prev == nil {
-		s.free = pl.nextFree
-	} else {
-		prev.nextFree = pl.nextFree
-	}
-	pl.nextFree = nil
-	s.nFree--
 	return pl
 }
 
