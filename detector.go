@@ -71,7 +71,9 @@ type ResourceID uint64
 type Waiter interface {
 	// Fail ends the wait with err unless it already ended (granted, timed
 	// out, cancelled). It reports whether err was delivered. It never
-	// blocks and never takes a manager lock.
+	// blocks, never takes a manager lock and never calls the Detector: a
+	// detector may call it with its own mutex held, while the wait is
+	// still in its graph (so the waiter cannot have been recycled).
 	Fail(err error) bool
 	// Txn is the waiting transaction.
 	Txn() TxnID
