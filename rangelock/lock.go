@@ -166,9 +166,14 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 
 	err := w.lw.Wait(ctx, timeout, m.clock, m.det)
 	if err == nil {
+		// The granter unlinked w.lw before it signalled and touches it
+		// no more.
+		w.lw.Release()
 		return nil, nil
 	}
-	return f.abandon(w, err), err
+	report := f.abandon(w, err) // a new variable: buf stays on the stack
+	w.lw.Release()              // unlinked by abandon
+	return report, err
 }
 
 // acquireLocked grants q at once.

@@ -209,7 +209,8 @@ func (f *family) refreshAfterUpgradeLocked(q *request, kq *keyQueue) {
 // its wait. It returns false, changing nothing, if w already failed. w's
 // lock(s) are held.
 func (f *family) grantLocked(w *waiter) bool {
-	if !w.lw.Active() {
+	lw := w.lw
+	if !lw.Active() {
 		return false
 	}
 	// The transaction's record may have been taken by an UnlockAll that
@@ -225,27 +226,37 @@ func (f *family) grantLocked(w *waiter) bool {
 	} else {
 		f.m.txns.noteWide(w.txn, f)
 	}
-	if !w.lw.Grant() {
+	// Unlink lw before Grant, and touch it no more after a successful
+	// one: its goroutine may recycle it at once (lockwait.Waiter.Release).
+	// If the wait failed meanwhile, put lw back: its goroutine unlinks it.
+	since, res := lw.Since, lw.Resource
+	q := &f.wide
+	if w.point() {
+		q = &w.kq.q
+	}
+	next := lw.Next()
+	q.Remove(lw)
+	if !lw.Grant() {
+		q.InsertBefore(lw, next)
 		return false
 	}
 	now := f.m.clock.Now()
 	det := f.m.det
 	if det != nil && !w.shared {
 		// The waiter unblocks itself when it wakes (lockwait.Waiter.Wait).
-		det.DropResource(w.lw.Resource)
+		det.DropResource(res)
 	}
 	if w.point() {
 		s := &f.stripes[w.stripe]
 		s.acquirePointLocked(w.txn, w.tp, w.h, w.key, w.mode)
 		s.counters.Acquired++
-		s.counters.EndWait(nil, w.lw.Since, now)
+		s.counters.EndWait(nil, since, now)
 		s.syncMemLocked(&f.m.mem)
-		f.unlinkLocked(w)
+		f.leaveQueueLocked(w)
 	} else {
 		f.acquireWideLocked(w.txn, w.r, w.mode)
 		f.wideCounters.Acquired++
-		f.wideCounters.EndWait(nil, w.lw.Since, now)
-		f.wide.Remove(w.lw)
+		f.wideCounters.EndWait(nil, since, now)
 	}
 	if det != nil && w.upgrade {
 		f.refreshAfterUpgradeLocked(&w.request, w.kq)
@@ -278,8 +289,14 @@ func (f *family) acquireWideLocked(txn txnlock.TxnID, r txnlock.Range, mode txnl
 // detector, from its key queue, and the queue from the stripe's index
 // (with its shared detector resource) once empty.
 func (f *family) unlinkLocked(w *waiter) {
+	w.kq.q.Remove(w.lw)
+	f.leaveQueueLocked(w)
+}
+
+// leaveQueueLocked is unlinkLocked for a point waiter whose Waiter is
+// already out of the key queue (granted): the rest of the bookkeeping.
+func (f *family) leaveQueueLocked(w *waiter) {
 	kq := w.kq
-	kq.q.Remove(w.lw)
 	if !w.shared {
 		kq.own--
 	}

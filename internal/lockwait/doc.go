@@ -14,9 +14,8 @@
 //	   └───────────────────────────────────▶ failed
 //
 // Who removes a waiter from its queue:
-//   - granted: the manager that granted it, in the same critical section
-//     (pointlock before Grant, putting it back if Grant fails; rangelock
-//     after);
+//   - granted: the manager that granted it, in the same critical section,
+//     just before Grant (putting it back if Grant fails);
 //   - failed: the waiting goroutine itself, when Wait returns an error: it
 //     takes the manager's lock, unlinks itself, and re-checks the queue
 //     behind it exactly as a release does.
@@ -40,9 +39,8 @@
 // queued goroutines otherwise keeps the garbage collector busy, and every
 // collection stalls the queue). A manager may Release a waiter once Wait
 // has returned and the waiter is out of its queue, provided no one else
-// can still touch it. pointlock does so: its granter unlinks the waiter
-// before Grant and touches it no more after a successful Grant, and the
-// detector fails waiters only under its mutex, while their waits are in
-// its graph (see the deadlock package). rangelock's granter still reads
-// the waiter after Grant, so it does not recycle them.
+// can still touch it. Both managers do so: a granter unlinks the waiter
+// before Grant (putting it back if Grant fails) and touches it no more
+// after a successful Grant, and the detector fails waiters only under its
+// mutex, while their waits are in its graph (see the deadlock package).
 package lockwait
