@@ -7,7 +7,8 @@
 // # The life of a run
 //
 //	RunPlan(opts)                      for each thread count:
-//	  │                                  Order(locks, pairs): point range range point
+//	  │                                  Order(locks, pairs): point range range point,
+//	  │                                  then range point point range, ...
 //	  ▼
 //	Run(spec) ── Opener ──▶ fresh table (OpenSBTest: sbtest + one deadlock
 //	  │                      detector shared by its managers; Prepare)
@@ -33,8 +34,10 @@
 // # Why mirrored pairs
 //
 // The shared 2-core machine drifts by 20-40% over minutes. Running the
-// lock kinds back to back in mirrored order (point, range, range, point),
-// each on a fresh table, puts every kind's mean at the same moment of the
+// lock kinds back to back in mirrored order (point, range, range, point,
+// then range, point, point, range: every second pair starts from the
+// other end, so that no kind always runs in the middle of a pair), each
+// on a fresh table, puts every kind's mean at the same moment of the
 // drift; the spread of a cell, (max-min)/mean of its runs, says how much
 // to trust it. The drift also comes in phases of tens of seconds, which
 // mirroring cannot cancel, so WriteComparison also prints, per kind, the

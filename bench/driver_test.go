@@ -264,6 +264,6 @@ func ExampleOrder() {
 	fmt.Println(Order([]LockKind{LockPoint, LockRange, LockNone}, 1))
 	// Output:
 	// [point range range point]
-	// [point range range point point range range point]
+	// [point range range point range point point range]
 	// [point range none none range point]
 }

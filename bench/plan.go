@@ -8,16 +8,25 @@ import (
 )
 
 // Order is the run order for one thread count: Pairs mirrored blocks of
-// the lock kinds, each block the kinds forward then backward. For point
-// and range and one pair: point, range, range, point. A machine that
-// drifts during the block then favours no kind: each kind's mean sits at
-// the block's middle.
+// the lock kinds, each block the kinds one way then the other, every
+// second block starting from the other end. For point and range and two
+// pairs: point, range, range, point, then range, point, point, range. A
+// machine that drifts during a block then favours no kind (each kind's
+// mean sits at the block's middle), and no kind always takes the block's
+// middle places, or always follows a run of its own kind: whatever those
+// places cost (a phase of the machine, the garbage of the run before)
+// falls on each kind alike over an even number of pairs.
 func Order(locks []LockKind, pairs int) []LockKind {
 	var out []LockKind
-	for range pairs {
-		out = append(out, locks...)
-		for i := len(locks) - 1; i >= 0; i-- {
-			out = append(out, locks[i])
+	for p := range pairs {
+		first := locks
+		if p%2 == 1 {
+			first = slices.Clone(locks)
+			slices.Reverse(first)
+		}
+		out = append(out, first...)
+		for i := len(first) - 1; i >= 0; i-- {
+			out = append(out, first[i])
 		}
 	}
 	return out

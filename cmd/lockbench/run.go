@@ -30,7 +30,8 @@ func parseRun(args []string, stderr io.Writer) (bench.Options, runFlags, error) 
 	var o bench.Options
 	var f runFlags
 	fs := newFlagSet("run", stderr, `sysbench's OLTP workloads on the sbtest table, each lock kind at each thread count in
-mirrored order (point, range, range, point per pair), each run on a fresh table.`)
+mirrored order (point, range, range, point, then range, point, point, range, ...), each run on a
+fresh table.`)
 	o.EnsureDefaults() // the flags' defaults
 	fs.Var(stringValue[bench.Workload]{&o.Workload}, "workload", "oltp_write_only | oltp_update_non_index | oltp_read_write | oltp_point_select")
 	fs.Var(lockListValue{&o.Locks}, "lock", "lock kinds to compare, the first is the ratios' baseline: point,range,table,none")
