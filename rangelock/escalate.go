@@ -36,9 +36,7 @@ func (f *family) escalate() {
 			f.m.txns.noteWide(txn, f)
 			f.acquireWideLocked(txn, hull, txnlock.Exclusive)
 			for _, sp := range f.m.txns.pointsIn(txn, f) {
-				if sp.tp != nil {
-					f.stripes[sp.idx].releasePointsInLocked(txn, sp.tp, hull) // covered now
-				}
+				f.stripes[sp.idx].releasePointsInLocked(txn, &sp.list, hull) // covered now
 			}
 			merged = true
 		}
@@ -66,10 +64,7 @@ func (f *family) exclusiveRunsLocked(txn txnlock.TxnID) [][]txnlock.Range {
 		return true
 	})
 	for _, sp := range f.m.txns.pointsIn(txn, f) {
-		if sp.tp == nil {
-			continue
-		}
-		for _, pl := range sp.tp.locks {
+		for _, pl := range sp.list.locks {
 			if pl.modeOf(txn) == txnlock.Exclusive {
 				xs = append(xs, txnlock.Point(pl.key()))
 			}

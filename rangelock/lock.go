@@ -221,9 +221,7 @@ func (f *family) enqueueLocked(q *request, blockers []txnlock.TxnID) *waiter {
 		f.wideCounters.BeginWait()
 		held = f.stripes[0].tree.TxnCount(q.txn)
 		for _, sp := range f.m.txns.pointsIn(q.txn, f) {
-			if sp.tp != nil {
-				held += len(sp.tp.locks)
-			}
+			held += len(sp.list.locks)
 		}
 	}
 	if det := f.m.det; det != nil {

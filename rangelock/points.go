@@ -255,10 +255,7 @@ func (s *stripe) txnPointsLocked(txn txnlock.TxnID) *txnPoints {
 		sp = s.f.m.txns.pointsOf(txn, s.f, int(s.idx))
 		s.lastTxn, s.lastSP = txn, sp
 	}
-	if sp.tp == nil {
-		sp.tp = &sp.own
-	}
-	return sp.tp
+	return &sp.list
 }
 
 // forgetTxnLocked clears the cache of txnPointsLocked for txn (UnlockAll).
@@ -352,11 +349,7 @@ func (s *stripe) freePointLockLocked(pl *pointLock) {
 // waiters. It returns how many it released, and kqs.
 func (s *stripe) releaseAllPointsLocked(txn txnlock.TxnID, sp *stripePoints, rel *[]txnlock.Range, kqs []*keyQueue) (int, []*keyQueue) {
 	s.forgetTxnLocked(txn)
-	tp := sp.tp
-	if tp == nil {
-		return 0, kqs
-	}
-	sp.tp = nil
+	tp := &sp.list
 	n := len(tp.locks)
 	for i, pl := range tp.locks {
 		tp.locks[i] = nil

@@ -72,10 +72,7 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 	union = append(union, wide...)
 	for _, sp := range f.m.txns.pointsIn(txn, f) {
 		s := &f.stripes[sp.idx]
-		if sp.tp == nil {
-			continue
-		}
-		for _, pl := range sp.tp.locks {
+		for _, pl := range sp.list.locks {
 			if r.Contains(pl.key()) {
 				points = append(points, heldPoint{s, pl})
 				union = append(union, txnlock.Point(pl.key()))

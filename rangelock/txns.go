@@ -31,8 +31,8 @@ type txnLocks struct {
 func (rec *txnLocks) reset() {
 	t := &rec.first
 	for i := range t.n {
-		if own := &t.inline[i].own; cap(own.locks) <= maxKeptPoints {
-			t.inline[i] = stripePoints{own: txnPoints{locks: own.locks[:0]}}
+		if l := &t.inline[i].list; cap(l.locks) <= maxKeptPoints {
+			t.inline[i] = stripePoints{list: txnPoints{locks: l.locks[:0]}}
 		} else {
 			t.inline[i] = stripePoints{}
 		}
@@ -90,14 +90,12 @@ func (t *famTouch) stripes(fn func(sp *stripePoints)) {
 }
 
 // stripePoints is a transaction's entry for one stripe. idx is
-// immutable while the record lives; tp, the list of its point locks
-// there, is guarded by that stripe's mutex: it points to own from the
-// first lock until UnlockAll, nil otherwise. own's buffer stays with the
-// record when the table recycles it.
+// immutable while the record lives; list, its point locks there, is
+// guarded by that stripe's mutex and emptied by UnlockAll. list's buffer
+// stays with the record when the table recycles it.
 type stripePoints struct {
-	idx int
-	tp  *txnPoints
-	own txnPoints
+	idx  int
+	list txnPoints
 }
 
 // init sizes the table like the families: as many shards as stripes.
