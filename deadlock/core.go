@@ -173,16 +173,16 @@ func (c *core) block(e txnlock.WaitEdge) bool {
 // goroutine has not yet Unblocked its finished wait is no suspect.
 func (c *core) setBlockers(id txnlock.ResourceID, blockers []txnlock.TxnID) bool {
 	r := c.g.resource(id)
+	added := c.g.setBlockers(r, blockers) // promotes their parked waits first
 	found := false
 	if r.waits > 0 && len(c.g.txns) > 0 {
-		for _, b := range blockers {
-			if !r.blocks(b) && c.g.waiting(b) {
+		for _, b := range added {
+			if c.g.waiting(b) {
 				c.suspects = append(c.suspects, b)
 				found = true
 			}
 		}
 	}
-	c.g.setBlockers(r, blockers)
 	return found
 }
 

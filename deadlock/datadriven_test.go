@@ -28,7 +28,7 @@ import (
 //	unblock txn=T [w=NAME]       drop res=R
 //	check txn=T [w=NAME]         background [unblock=(NAME,..)]  suspects
 //	timeout txn=T [w=NAME]       grant txn=T [w=NAME]
-//	chain from=T n=N [cycle]     queue res=R from=T n=N
+//	chain from=T n=N [cycle]     queue res=R from=T n=N [holding]
 //	advance D    history [report]    report    stats    graph
 type scenario struct {
 	t     *testing.T
@@ -411,9 +411,13 @@ func (s *scenario) cmdChain(t *testing.T, d *datadriven.TestData) {
 }
 
 // cmdQueue queues txns from..from+n-1 on res, and prints how many Blocks
-// asked for a Check. Then, to show what a search would cost, it checks
-// every waiter anyway and prints how many were failed and what the
-// searches cost.
+// asked for a Check and how many waits were parked out of the graph
+// (dormant.go). Then, to show what a search would cost, it checks every
+// waiter anyway and prints how many were failed and what the searches
+// cost. With holding, each queued transaction first becomes the blocker
+// of a lock of its own ("h<txn>", no waiters yet), as a transaction that
+// holds row locks and queues for an AUTO-INC lock: its wait cannot be
+// parked, and goes into the graph.
 func (s *scenario) cmdQueue(t *testing.T, d *datadriven.TestData, out *strings.Builder) {
 	var from, n int
 	var res string
@@ -423,11 +427,18 @@ func (s *scenario) cmdQueue(t *testing.T, d *datadriven.TestData, out *strings.B
 	before := s.d.Stats()
 	failed, needed := 0, 0
 	maxSteps := uint64(0)
+	parked := 0
 	for i := range n {
 		txn := txnlock.TxnID(from + i)
+		if d.HasArg("holding") {
+			s.d.SetBlockers(s.resource(fmt.Sprintf("h%d", txn)), []txnlock.TxnID{txn})
+		}
 		w, needsCheck := s.block(fmt.Sprintf("t%d", from+i), txn, res, res, "X", 0, 0)
 		if needsCheck {
 			needed++
+		}
+		if s.d.mu.c.g.findWait(txn, w) == nil {
+			parked++
 		}
 		st := s.d.Stats().Steps
 		if err := s.d.Check(w); err != nil {
@@ -436,8 +447,8 @@ func (s *scenario) cmdQueue(t *testing.T, d *datadriven.TestData, out *strings.B
 		maxSteps = max(maxSteps, s.d.Stats().Steps-st)
 	}
 	after := s.d.Stats()
-	fmt.Fprintf(out, "queued %d: checks_needed=%d failed=%d searches=%d trips=%d deadlocks=%d max_steps_per_search=%d\n",
-		n, needed, failed, after.Searches-before.Searches, after.Trips-before.Trips, after.Deadlocks-before.Deadlocks, maxSteps)
+	fmt.Fprintf(out, "queued %d: checks_needed=%d parked=%d failed=%d searches=%d trips=%d deadlocks=%d max_steps_per_search=%d\n",
+		n, needed, parked, failed, after.Searches-before.Searches, after.Trips-before.Trips, after.Deadlocks-before.Deadlocks, maxSteps)
 	for _, name := range s.order {
 		s.waiters[name].reported = s.waiters[name].err != nil
 	}

@@ -27,6 +27,9 @@ const passRestFactor = 10
 type Detector struct {
 	opts    Options
 	nextRes atomic.Uint64
+	// dorm is the graph's dormant table: Block and Unblock of a wait that
+	// no search can reach take one of its slot mutexes, not mu.
+	dorm *dormant
 
 	// kick wakes the background goroutine (capacity 1: kicks coalesce).
 	kick      chan struct{}
@@ -72,6 +75,7 @@ func newDetector(opts Options, goroutine bool) (*Detector, error) {
 		done: make(chan struct{}),
 	}
 	d.mu.c = newCore(opts)
+	d.dorm = d.mu.c.g.dorm
 	if goroutine && opts.Mode != Off {
 		go d.run()
 	} else {
@@ -94,6 +98,12 @@ func (d *Detector) Block(e txnlock.WaitEdge) bool {
 	if d.opts.Mode == Off {
 		return false
 	}
+	if e.Waiter == nil {
+		return false
+	}
+	if d.dorm.park(e) {
+		return false // its transaction blocks nothing: no search can reach it
+	}
 	d.mu.Lock()
 	needsCheck := d.mu.c.block(e)
 	d.mu.Unlock()
@@ -103,7 +113,7 @@ func (d *Detector) Block(e txnlock.WaitEdge) bool {
 // Unblock forgets w's wait; a no-op if the detector does not know it
 // (txnlock.Detector).
 func (d *Detector) Unblock(w txnlock.Waiter) {
-	if d.opts.Mode == Off {
+	if d.opts.Mode == Off || d.dorm.unpark(w) {
 		return
 	}
 	d.mu.Lock()
@@ -196,7 +206,7 @@ func (d *Detector) Stats() Stats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := d.mu.c.stats
-	s.Waits = d.mu.c.g.nWaits
+	s.Waits = d.mu.c.g.nWaits + d.dorm.count()
 	return s
 }
 

@@ -123,20 +123,26 @@ func TestHistoryCopies(t *testing.T) {
 }
 
 // TestDropResource: a resource dropped while a wait still points at it is
-// forgotten when that wait goes; one without waits at once.
+// forgotten when that wait goes; one without waits at once. Txn 1 also
+// blocks a lock of its own (held), so its wait goes into the graph rather
+// than being parked.
 func TestDropResource(t *testing.T) {
 	d, err := newDetector(Options{Clock: manualclock.New()}, false)
 	require.NoError(t, err)
-	r := d.NewResource()
+	held, r := d.NewResource(), d.NewResource()
+	d.SetBlockers(held, []txnlock.TxnID{1})
 	w := newChanWaiter(1)
 	d.SetBlockers(r, []txnlock.TxnID{2})
 	d.Block(txnlock.WaitEdge{Waiter: w, Resource: r})
 	d.DropResource(r)
-	require.Len(t, d.mu.c.g.res, 1)
+	require.Contains(t, d.mu.c.g.res, r)
 	d.Unblock(w)
-	require.Empty(t, d.mu.c.g.res)
+	require.NotContains(t, d.mu.c.g.res, r)
 	d.SetBlockers(r, []txnlock.TxnID{2})
 	d.DropResource(r)
-	require.Empty(t, d.mu.c.g.res)
+	require.NotContains(t, d.mu.c.g.res, r)
 	require.Empty(t, d.mu.c.g.txns)
+	d.DropResource(held)
+	require.Empty(t, d.mu.c.g.res)
+	require.Zero(t, d.dorm.slot(1).blocking+d.dorm.slot(2).blocking, "blocker counts left behind")
 }

@@ -32,6 +32,11 @@ type graph struct {
 	// last is the resource looked up last: a hot lock's waits and
 	// blocker changes come in runs.
 	last *resource
+	// dorm holds the waits no search can reach (dormant.go); nil in a
+	// snapshot. The live graph keeps its blocker counts.
+	dorm *dormant
+	// sorted and added are setBlockers' buffers.
+	sorted, added []txnlock.TxnID
 }
 
 // maxFree bounds each free list.
@@ -94,10 +99,12 @@ func (r *resource) blocks(txn txnlock.TxnID) bool {
 	return ok
 }
 
+// newGraph returns an empty live graph, with its dormant table.
 func newGraph() graph {
 	return graph{
 		txns: make(map[txnlock.TxnID]*txnNode),
 		res:  make(map[txnlock.ResourceID]*resource),
+		dorm: new(dormant),
 	}
 }
 
@@ -151,6 +158,12 @@ func (g *graph) deleteResource(r *resource) {
 	if g.last == r {
 		g.last = nil
 	}
+	if g.dorm != nil {
+		for _, b := range r.blockers {
+			g.dorm.removeBlockerLocked(b)
+		}
+	}
+	r.blockers = nil
 }
 
 // block records e and returns its edge; nil for a nil waiter, or one
@@ -252,17 +265,43 @@ func (g *graph) removeEdge(e *edge) {
 	}
 }
 
-// setBlockers installs a sorted copy of blockers, without duplicates.
-func (g *graph) setBlockers(r *resource, blockers []txnlock.TxnID) {
+// setBlockers installs a sorted copy of blockers, without duplicates, and
+// returns the transactions that were not blockers of r before (valid until
+// the next call). In the live graph the dormant table counts the change,
+// and the parked waits of each new blocker move into the graph.
+func (g *graph) setBlockers(r *resource, blockers []txnlock.TxnID) (added []txnlock.TxnID) {
 	if slices.Equal(r.blockers, blockers) {
-		return // unchanged (and so already sorted)
+		return nil // unchanged (and so already sorted)
 	}
-	b := append(r.blockers[:0], blockers...)
-	if len(b) > 1 {
-		slices.Sort(b)
-		b = slices.Compact(b)
+	nb := append(g.sorted[:0], blockers...)
+	if len(nb) > 1 {
+		slices.Sort(nb)
+		nb = slices.Compact(nb)
 	}
-	r.blockers = b
+	old := r.blockers
+	added = g.added[:0]
+	for i, j := 0, 0; i < len(old) || j < len(nb); {
+		switch {
+		case j == len(nb) || (i < len(old) && old[i] < nb[j]):
+			if g.dorm != nil {
+				g.dorm.removeBlockerLocked(old[i])
+			}
+			i++
+		case i == len(old) || nb[j] < old[i]:
+			added = append(added, nb[j])
+			j++
+		default:
+			i, j = i+1, j+1
+		}
+	}
+	r.blockers = append(old[:0], nb...)
+	g.sorted, g.added = nb, added
+	if g.dorm != nil {
+		for _, b := range added {
+			g.dorm.addBlockerLocked(b, g)
+		}
+	}
+	return added
 }
 
 // dropResource forgets id, at once if no wait points at it, else when the

@@ -1,8 +1,10 @@
 package deadlock
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -177,6 +179,13 @@ func (g *graph) describe() string {
 	for _, n := range g.roots() {
 		for _, e := range n.waits {
 			fmt.Fprintf(&sb, "%v waits for %v (resource %d, blockers %v)\n", n.id, e.lock, e.res.id, e.res.blockers)
+		}
+	}
+	if g.dorm != nil {
+		parked := g.dorm.parked()
+		slices.SortFunc(parked, func(a, b txnlock.WaitEdge) int { return cmp.Compare(a.Waiter.Txn(), b.Waiter.Txn()) })
+		for _, e := range parked {
+			fmt.Fprintf(&sb, "%v waits for %v (resource %d, parked)\n", e.Waiter.Txn(), e.Lock, e.Resource)
 		}
 	}
 	return sb.String()
