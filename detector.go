@@ -41,7 +41,9 @@ type Detector interface {
 	// SetBlockers that makes a waiting transaction a blocker), whose
 	// search will find it: the waiter may sleep without calling Check. A
 	// hot lock with a queue behind running holders costs one Block and
-	// one Unblock per wait, and no search.
+	// one Unblock per wait, and no search. (package deadlock keeps the
+	// wait of a transaction that blocks nothing out of its graph
+	// altogether, until SetBlockers makes it a blocker.)
 	Block(e WaitEdge) (needsCheck bool)
 	// Unblock removes the wait edge of w (granted, failed or given up);
 	// a no-op if there is none.

@@ -50,6 +50,8 @@
 //	manager (its lock held)         waiter (no manager lock), Waiter.Wait
 //	  queue the waiter,               (sleep DetectDelay first, if set)
 //	  NewResource, SetBlockers  ────▶ Block(waiter → res)
+//	                                    slot: w's txn blocks nothing? park
+//	                                          it; sleep, unpark once woken
 //	                                    mu: record the wait; does a blocker
 //	                                        of res itself wait?
 //	                                    no: sleep, Unblock once woken
@@ -66,13 +68,30 @@
 //	         │
 //	         ▼ OnDeadlock(err), after mu
 //
-// Block answers whether the wait needs a Check at all. If no blocker of
-// the resource is waiting, no cycle runs through the new wait: one can
+// Block answers whether the wait needs a Check at all (a parked wait never
+// does). If no blocker of the resource is waiting, no cycle runs through
+// the new wait: one can
 // only form later, when some edge is added after it, and the search that
 // edge triggers (its own Check, or a suspect's search) sees the earlier
 // wait. So a queue behind running holders, the common wait, costs one
 // Block and one Unblock, both from the waiter's goroutine, outside the
 // manager's critical sections, and no search.
+//
+// # Waits no search can reach (dormant.go)
+//
+// A search enters a transaction only through a resource that the
+// transaction blocks. The wait of a transaction that blocks nothing, the
+// usual wait on a hot lock (a transaction that holds nothing else queues
+// behind the holder), can be on no cycle, so Block parks it in a table of
+// slots hashed by transaction, each with its own small mutex, and returns
+// at once; Unblock takes it out again. Neither takes the detector's mutex
+// or touches the graph. Each slot counts the blockers of the live graph
+// that hash to it, and a wait is parked only while its slot counts none.
+// When SetBlockers makes a transaction a blocker, its parked waits that
+// are still active move into the graph, under the detector's mutex and
+// the slot's, so no search ever misses a wait it could reach. Such a
+// promoted wait counts as new (its seq is taken then): becoming a blocker
+// is what closes a cycle through it.
 //
 // The victim's wait is removed from the graph at once, so no other search
 // breaks the same cycle twice; its goroutine's later Unblock is a no-op.
@@ -138,7 +157,8 @@
 // it releases it and runs the callbacks after; its background goroutine is
 // the third layer.
 //
-// Lock order: a manager's locks, then Detector.mu. The detector never
+// Lock order: a manager's locks, then Detector.mu, then one dormant slot's
+// mutex (park and unpark take a slot's mutex alone). The detector never
 // calls into a manager. Waiter.Fail (which takes no lock) runs under mu,
 // while the victim's wait is known to be live: a waiter that finished its
 // Wait may be recycled for another (lockwait.Waiter.Release). OnDeadlock
