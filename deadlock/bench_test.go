@@ -217,32 +217,53 @@ func BenchmarkCheckQueued(b *testing.B) {
 	}
 }
 
-// BenchmarkWaitLifecycle is the detector's share of one wait in a queue of
-// 1,000 on one lock, single-threaded: Unblock (granted), SetBlockers (the
-// new holder), Block and Check (a new wait).
+// BenchmarkWaitLifecycle is the detector's share of one hand-off on a hot
+// lock with 1,000 waiters: the granted waiter's Unblock, the SetBlockers
+// that makes it the holder, and the next wait's Block (and Check, if
+// Block asks for one). graph: each waiting transaction also blocks the
+// lock (as an upgrade does), so every wait is in the graph and searched.
+// parked: the waiting transactions hold nothing else, so their waits are
+// parked outside the graph (dormant.go).
 func BenchmarkWaitLifecycle(b *testing.B) {
-	d, err := newDetector(Options{}, false)
-	if err != nil {
-		b.Fatal(err)
-	}
-	r := d.NewResource()
-	d.SetBlockers(r, []txnlock.TxnID{1})
-	ws := make([]*testWaiter, 1000)
-	for i := range ws {
-		ws[i] = &testWaiter{txn: txnlock.TxnID(10 + i)}
-		d.Block(txnlock.WaitEdge{Waiter: ws[i], Resource: r})
-	}
-	holder := []txnlock.TxnID{0}
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
-		w := ws[i%len(ws)]
-		d.Unblock(w)
-		holder[0] = w.txn
-		d.SetBlockers(r, holder)
-		d.Block(txnlock.WaitEdge{Waiter: w, Resource: r})
-		if err := d.Check(w); err != nil {
-			b.Fatal(err)
+	for _, parked := range []bool{false, true} {
+		name := "graph"
+		if parked {
+			name = "parked"
 		}
+		b.Run(name, func(b *testing.B) {
+			d, err := newDetector(Options{}, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := d.NewResource()
+			d.SetBlockers(r, []txnlock.TxnID{1})
+			ws := make([]*testWaiter, 1000)
+			for i := range ws {
+				ws[i] = &testWaiter{txn: txnlock.TxnID(10 + i)}
+				d.Block(txnlock.WaitEdge{Waiter: ws[i], Resource: r})
+			}
+			next := txnlock.TxnID(10 + len(ws))
+			holder := []txnlock.TxnID{0}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				w := ws[i%len(ws)]
+				d.Unblock(w)
+				holder[0] = w.txn
+				d.SetBlockers(r, holder)
+				if parked { // the holder's waiter waits again as a new transaction
+					w.txn, next = next, next+1
+				}
+				if d.Block(txnlock.WaitEdge{Waiter: w, Resource: r}) {
+					if err := d.Check(w); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.StopTimer()
+			if st := d.Stats(); st.Waits != len(ws) {
+				b.Fatalf("%d waits, want %d", st.Waits, len(ws))
+			}
+		})
 	}
 }
