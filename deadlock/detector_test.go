@@ -144,5 +144,5 @@ func TestDropResource(t *testing.T) {
 	require.Empty(t, d.mu.c.g.txns)
 	d.DropResource(held)
 	require.Empty(t, d.mu.c.g.res)
-	require.Zero(t, d.dorm.slot(1).blocking+d.dorm.slot(2).blocking, "blocker counts left behind")
+	require.Zero(t, d.dorm.slot(1).blocking.Load()+d.dorm.slot(2).blocking.Load(), "blocker counts left behind")
 }

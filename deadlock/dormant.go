@@ -2,6 +2,7 @@ package deadlock
 
 import (
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/txnlock/txnlock"
@@ -52,14 +53,23 @@ type dormant struct {
 const dormantSlots = 1024
 
 type dormantSlot struct {
-	// mu guards blocking and waits.
+	// mu guards waits, and orders park against addBlockerLocked.
 	mu sync.Mutex
 	// blocking counts the (resource, blocker) pairs of the live graph
-	// whose blocker hashes to this slot.
-	blocking int32
+	// whose blocker hashes to this slot. It grows under mu (a new blocker's
+	// parked waits move out in the same critical section) and shrinks
+	// without it: a park that misses a decrement only takes the graph's
+	// path.
+	blocking atomic.Int32
 	// waits are the parked waits of the transactions that hash here.
-	waits []txnlock.WaitEdge
-	_     [64 - (unsafe.Sizeof(sync.Mutex{})+8+unsafe.Sizeof([]txnlock.WaitEdge{}))%64]byte
+	waits []parkedWait
+	_     [64 - (unsafe.Sizeof(sync.Mutex{})+8+unsafe.Sizeof([]parkedWait{}))%64]byte
+}
+
+// parkedWait is a parked wait and its transaction.
+type parkedWait struct {
+	txn txnlock.TxnID
+	e   txnlock.WaitEdge
 }
 
 func (t *dormant) slot(txn txnlock.TxnID) *dormantSlot { return &t.slots[slotIndex(txn)] }
@@ -78,11 +88,12 @@ func (t *dormant) park(e txnlock.WaitEdge) bool {
 	if !active(e.Waiter) {
 		return true // granted or failed before it came: nothing to record
 	}
-	s := t.slot(e.Waiter.Txn())
+	txn := e.Waiter.Txn()
+	s := t.slot(txn)
 	s.mu.Lock()
-	ok := s.blocking == 0
+	ok := s.blocking.Load() == 0
 	if ok {
-		s.waits = append(s.waits, e)
+		s.waits = append(s.waits, parkedWait{txn, e})
 	}
 	s.mu.Unlock()
 	return ok
@@ -96,10 +107,10 @@ func (t *dormant) unpark(w txnlock.Waiter) bool {
 	s.mu.Lock()
 	found := false
 	for i := range s.waits {
-		if s.waits[i].Waiter == w {
+		if s.waits[i].e.Waiter == w {
 			last := len(s.waits) - 1
 			s.waits[i] = s.waits[last]
-			s.waits[last] = txnlock.WaitEdge{} // drop the references
+			s.waits[last] = parkedWait{} // drop the references
 			s.waits = s.waits[:last]
 			found = true
 			break
@@ -114,33 +125,30 @@ func (t *dormant) unpark(w txnlock.Waiter) bool {
 func (t *dormant) addBlockerLocked(txn txnlock.TxnID, g *graph) {
 	s := t.slot(txn)
 	s.mu.Lock()
-	s.blocking++
+	s.blocking.Add(1)
 	for i := 0; i < len(s.waits); {
-		// A parked waiter cannot be recycled before its goroutine has
-		// unparked it under s.mu, so asking it its transaction is safe.
 		// A wait that has ended stays: no search follows it, and its
 		// goroutine, about to unpark it, then skips Detector.mu (on a hot
-		// lock the new blocker is the waiter just granted).
-		e := s.waits[i]
-		if e.Waiter.Txn() != txn || !active(e.Waiter) {
+		// lock the new blocker is the waiter just granted). A parked
+		// waiter cannot be recycled before its goroutine has unparked it
+		// under s.mu, so asking whether it is active is safe.
+		p := s.waits[i]
+		if p.txn != txn || !active(p.e.Waiter) {
 			i++
 			continue
 		}
 		last := len(s.waits) - 1
 		s.waits[i] = s.waits[last]
-		s.waits[last] = txnlock.WaitEdge{}
+		s.waits[last] = parkedWait{}
 		s.waits = s.waits[:last]
-		g.block(e) // nothing if the wait ended meanwhile
+		g.block(p.e) // nothing if the wait ended meanwhile
 	}
 	s.mu.Unlock()
 }
 
 // removeBlockerLocked undoes one addBlockerLocked. Detector.mu is held.
 func (t *dormant) removeBlockerLocked(txn txnlock.TxnID) {
-	s := t.slot(txn)
-	s.mu.Lock()
-	s.blocking--
-	s.mu.Unlock()
+	t.slot(txn).blocking.Add(-1)
 }
 
 // active reports whether w may still wait (see activeWaiter).
@@ -167,7 +175,9 @@ func (t *dormant) parked() []txnlock.WaitEdge {
 	for i := range t.slots {
 		s := &t.slots[i]
 		s.mu.Lock()
-		out = append(out, s.waits...)
+		for _, p := range s.waits {
+			out = append(out, p.e)
+		}
 		s.mu.Unlock()
 	}
 	return out

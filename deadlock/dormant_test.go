@@ -138,8 +138,8 @@ func checkDormant(t *testing.T, d *Detector, live []*fakeWaiter) {
 		}
 	}
 	for i := range d.dorm.slots {
-		if count[i] != d.dorm.slots[i].blocking {
-			t.Fatalf("slot %d counts %d blockers, the graph has %d", i, d.dorm.slots[i].blocking, count[i])
+		if count[i] != d.dorm.slots[i].blocking.Load() {
+			t.Fatalf("slot %d counts %d blockers, the graph has %d", i, d.dorm.slots[i].blocking.Load(), count[i])
 		}
 	}
 	parked := map[txnlock.Waiter]bool{}
@@ -209,9 +209,9 @@ func TestDormantConcurrent(t *testing.T) {
 			for i := range d.dorm.slots {
 				s := &d.dorm.slots[i]
 				s.mu.Lock()
-				for _, e := range s.waits {
-					if blocks[e.Waiter.Txn()] {
-						t.Errorf("txn %d parked while it blocks", e.Waiter.Txn())
+				for _, p := range s.waits {
+					if blocks[p.txn] {
+						t.Errorf("txn %d parked while it blocks", p.txn)
 					}
 				}
 				s.mu.Unlock()
