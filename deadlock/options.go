@@ -96,8 +96,9 @@ func (v Victim) String() string {
 
 // Defaults. InnoDB's limits (depth 200, 1,000,000 steps) bound the search
 // by size; DefaultMaxSearchTime bounds it by time too, because an on-block
-// search holds the detector's mutex, which every wait's Block and Unblock
-// and every manager's SetBlockers take: 1ms is longer than any honest search (a search visits
+// search holds the detector's mutex, which every manager's SetBlockers and
+// every graph wait's Block and Unblock take (a parked wait's do not: see
+// dormant.go): 1ms is longer than any honest search (a search visits
 // only the transactions reachable through holders, tens of nanoseconds
 // each, so a millisecond is tens of thousands of them) yet short enough
 // that a pathological graph cannot stall every lock manager behind it. A
