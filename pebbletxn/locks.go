@@ -68,23 +68,27 @@ func (s *lockSet) find(cf txnlock.ColumnFamily, key []byte) int {
 }
 
 // covers reports whether the record holds key in cf in a mode covering mode,
-// as a point lock or inside a range lock.
-func (s *lockSet) covers(cf txnlock.ColumnFamily, key []byte, mode txnlock.Mode) bool {
-	if i := s.find(cf, key); i >= 0 && s.points[i].mode.Covers(mode) {
-		return true
+// as a point lock or inside a range lock, and where key's point lock is in
+// s.points (-1: none), for addPoint: one search serves both.
+func (s *lockSet) covers(cf txnlock.ColumnFamily, key []byte, mode txnlock.Mode) (ok bool, at int) {
+	at = s.find(cf, key)
+	if at >= 0 && s.points[at].mode.Covers(mode) {
+		return true, at
 	}
 	for _, h := range s.ranges {
 		if h.cf == cf && h.mode.Covers(mode) && h.r.Contains(key) {
-			return true
+			return true, at
 		}
 	}
-	return false
+	return false, at
 }
 
-// addPoint records key in cf as held in mode (or stronger, if it was).
-func (s *lockSet) addPoint(cf txnlock.ColumnFamily, key []byte, mode txnlock.Mode) {
-	if i := s.find(cf, key); i >= 0 {
-		s.points[i].mode = s.points[i].mode.Max(mode)
+// addPoint records key in cf as held in mode (or stronger, if it was). at
+// is where covers found key's point lock (-1: none); nothing may have
+// changed the record since.
+func (s *lockSet) addPoint(at int, cf txnlock.ColumnFamily, key []byte, mode txnlock.Mode) {
+	if at >= 0 {
+		s.points[at].mode = s.points[at].mode.Max(mode)
 		return
 	}
 	if s.points == nil {
@@ -139,13 +143,14 @@ func (t *Txn) Lock(ctx context.Context, cf *ColumnFamily, key []byte, mode txnlo
 	if err != nil {
 		return err
 	}
-	if t.locks.covers(cf.id, key, mode) {
+	covered, at := t.locks.covers(cf.id, key, mode)
+	if covered {
 		return nil
 	}
 	if err := t.send(ctx, cf, txnlock.Point(key), mode); err != nil {
 		return err
 	}
-	t.locks.addPoint(cf.id, key, mode)
+	t.locks.addPoint(at, cf.id, key, mode)
 	return nil
 }
 

@@ -27,16 +27,20 @@ func TestLockSetModel(t *testing.T) {
 				s.removePoint(cf, key)
 				delete(model, k)
 			case 1, 2:
-				s.addPoint(cf, key, mode)
+				_, at := s.covers(cf, key, mode)
+				s.addPoint(at, cf, key, mode)
 				model[k] = model[k].Max(mode)
 			default:
 				want := model[k].Covers(mode)
-				require.Equal(t, want, s.covers(cf, key, mode), "seed %d op %d: covers %v %q %v", seed, op, cf, key, mode)
+				got, _ := s.covers(cf, key, mode)
+				require.Equal(t, want, got, "seed %d op %d: covers %v %q %v", seed, op, cf, key, mode)
 			}
 			require.Len(t, s.points, len(model), "seed %d op %d", seed, op)
 		}
 		for k, m := range model {
-			require.True(t, s.covers(k.cf, []byte(k.key), m))
+			got, at := s.covers(k.cf, []byte(k.key), m)
+			require.True(t, got)
+			require.GreaterOrEqual(t, at, 0, "covers found no point for %v", k)
 		}
 	}
 }
