@@ -19,13 +19,14 @@ type Stats struct {
 	// FalsePositivesAvoided counts cycles a background pass found in its
 	// snapshot that were gone from the live graph when it re-checked them.
 	FalsePositivesAvoided uint64
-	Waits                 int // waits recorded now
+	Waits                 int // waits recorded now, in the graph or parked
+	Parked                int // of Waits, those parked outside the graph (dormant.go)
 }
 
 // String renders the counters on one line.
 func (s Stats) String() string {
-	return fmt.Sprintf("searches=%d steps=%d trips=%d deadlocks=%d assumed=%d deferred=%d background_passes=%d false_positives_avoided=%d waits=%d",
-		s.Searches, s.Steps, s.Trips, s.Deadlocks, s.Assumed, s.Deferred, s.BackgroundPasses, s.FalsePositivesAvoided, s.Waits)
+	return fmt.Sprintf("searches=%d steps=%d trips=%d deadlocks=%d assumed=%d deferred=%d background_passes=%d false_positives_avoided=%d waits=%d parked=%d",
+		s.Searches, s.Steps, s.Trips, s.Deadlocks, s.Assumed, s.Deferred, s.BackgroundPasses, s.FalsePositivesAvoided, s.Waits, s.Parked)
 }
 
 // core is the deterministic heart of the detector: the live graph, the

@@ -206,7 +206,8 @@ func (d *Detector) Stats() Stats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := d.mu.c.stats
-	s.Waits = d.mu.c.g.nWaits + d.dorm.count()
+	s.Parked = d.dorm.count()
+	s.Waits = d.mu.c.g.nWaits + s.Parked
 	return s
 }
 
