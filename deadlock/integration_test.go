@@ -83,6 +83,43 @@ func TestPointCycleAcrossColumnFamilies(t *testing.T) {
 	require.Len(t, det.History(), 1)
 }
 
+// TestPointCycleThroughParkedWait: txn 1 waits while it blocks nobody, so
+// its wait is parked outside the graph. Txn 2's wait for txn 1's lock
+// makes txn 1 a blocker and moves that wait into the graph (txn 2's own
+// is parked now); txn 3's wait for txn 2's lock moves txn 2's, and closes
+// 3 -> 2 -> 1 -> 3 through both, and its Check finds the cycle.
+func TestPointCycleThroughParkedWait(t *testing.T) {
+	m, det := newPointManager(t, Options{})
+	ctx := context.Background()
+	for txn, key := range map[txnlock.TxnID]string{1: "a", 2: "b", 3: "c"} {
+		require.NoError(t, m.Lock(ctx, lockReq(txn, 0, key, txnlock.Exclusive)))
+	}
+	one := lockAsync(m, lockReq(1, 0, "c", txnlock.Exclusive))
+	waitForWaits(t, det, 1)
+	require.Equal(t, 1, det.Stats().Parked, "txn 1 blocks nobody: its wait is parked")
+	two := lockAsync(m, lockReq(2, 0, "a", txnlock.Exclusive))
+	waitForWaits(t, det, 2)
+	require.Equal(t, 1, det.Stats().Parked, "txn 2 blocks nobody yet: its wait is parked")
+	det.mu.Lock()
+	_, inGraph := det.mu.c.g.txns[1]
+	det.mu.Unlock()
+	require.True(t, inGraph, "txn 1 blocks txn 2: its wait is in the graph")
+
+	err := m.Lock(ctx, lockReq(3, 0, "b", txnlock.Exclusive))
+	var de *txnlock.DeadlockError
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, txnlock.TxnID(3), de.Victim)
+	require.Len(t, de.Cycle, 3)
+
+	// The victim rolls back: txn 1 gets c, then ends; txn 2 gets a.
+	require.NoError(t, m.UnlockAll(3))
+	require.NoError(t, <-one)
+	require.NoError(t, m.UnlockAll(1))
+	require.NoError(t, <-two)
+	require.NoError(t, m.UnlockAll(2))
+	require.Zero(t, det.Stats().Waits)
+}
+
 func TestPointSharedHoldersBothUpgrade(t *testing.T) {
 	m, det := newPointManager(t, Options{})
 	ctx := context.Background()
