@@ -98,9 +98,6 @@ func (d *Detector) Block(e txnlock.WaitEdge) bool {
 	if d.opts.Mode == Off {
 		return false
 	}
-	if e.Waiter == nil {
-		return false
-	}
 	if d.dorm.park(e) {
 		return false // its transaction blocks nothing: no search can reach it
 	}

@@ -82,10 +82,11 @@ func slotIndex(txn txnlock.TxnID) uint64 {
 }
 
 // park keeps e out of the graph if its transaction blocks nothing, and
-// reports whether it did (or whether the wait has already ended, which
-// needs no record either). False: the wait must go into the graph.
+// reports whether it did (or whether there is nothing to record: no
+// waiter, or a wait that has already ended). False: the wait must go into
+// the graph.
 func (t *dormant) park(e txnlock.WaitEdge) bool {
-	if !active(e.Waiter) {
+	if e.Waiter == nil || !active(e.Waiter) {
 		return true // granted or failed before it came: nothing to record
 	}
 	txn := e.Waiter.Txn()

@@ -227,3 +227,14 @@ func TestDormantConcurrent(t *testing.T) {
 	require.Empty(t, d.mu.c.g.txns)
 	d.mu.Unlock()
 }
+
+// TestBlockNilWaiter: a wait edge without a waiter is bad input; Block
+// records nothing and asks for no Check, and nothing panics.
+func TestBlockNilWaiter(t *testing.T) {
+	d, err := newDetector(Options{Clock: manualclock.New()}, false)
+	require.NoError(t, err)
+	r := d.NewResource()
+	d.SetBlockers(r, []txnlock.TxnID{2})
+	require.NotPanics(t, func() { require.False(t, d.Block(txnlock.WaitEdge{Resource: r})) })
+	require.Zero(t, d.Stats().Waits)
+}
