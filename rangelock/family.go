@@ -1,13 +1,13 @@
 package rangelock
 
 import (
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
 	"github.com/google/btree"
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/keytable"
+	"github.com/txnlock/txnlock/internal/latch"
 	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/locktree"
 )
@@ -53,7 +53,7 @@ type stripe struct {
 // requests.
 type stripeState struct {
 	// mu guards every other field of the stripe but f and idx.
-	mu    sync.Mutex
+	mu    latch.Mutex
 	idx   int32   // the stripe's index in f.stripes; immutable
 	nFree int32   // the length of free
 	f     *family // immutable
