@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -67,4 +68,54 @@ func TestLockWaitsForUnlock(t *testing.T) {
 	require.True(t, got.Load())
 	require.True(t, mu.TryLock(), "the waiter did not unlock")
 	mu.Unlock()
+}
+
+// TestSleepersAllWake: more goroutines than processors hold the latch
+// across a Gosched, so most acquisitions sleep; every goroutine must
+// finish (a lost wake-up hangs the test) and the count must be exact.
+func TestSleepersAllWake(t *testing.T) {
+	var (
+		mu Mutex
+		n  int
+		wg sync.WaitGroup
+	)
+	const goroutines, each = 32, 500
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range each {
+				mu.Lock()
+				n++
+				runtime.Gosched()
+				mu.Unlock()
+			}
+		}()
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(time.Minute): // a correctness guard, not a timing
+		t.Fatal("goroutines still asleep: a wake-up was lost")
+	}
+	require.Equal(t, goroutines*each, n)
+	require.True(t, mu.TryLock(), "left locked")
+	require.Equal(t, int32(locked), mu.state.Load())
+	mu.Unlock()
+	require.Equal(t, int32(unlocked), mu.state.Load())
+}
+
+func TestUnlockOfUnlockedPanics(t *testing.T) {
+	var mu Mutex
+	require.Panics(t, mu.Unlock)
+}
+
+func TestUncontendedAllocatesNothing(t *testing.T) {
+	var mu Mutex
+	require.Zero(t, testing.AllocsPerRun(100, func() {
+		mu.Lock()
+		mu.Unlock()
+	}))
+	require.Nil(t, mu.wake.Load(), "an uncontended latch made its channel")
 }
