@@ -40,7 +40,9 @@ type Stripe[R any] struct {
 	// GetOrCreateLocked: a manager whose transactions come and go does not
 	// allocate a record for each.
 	free []*R
-	_    [72]byte // keep neighbouring stripes' mutexes off one cache-line pair
+	// Pads the stripe to 128 bytes (TestStripeSize), so that neighbouring
+	// stripes' mutexes never share a cache-line pair.
+	_ [64]byte
 }
 
 // maxFree bounds a stripe's free list.

@@ -2,6 +2,7 @@ package txntable
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
@@ -75,4 +76,11 @@ func TestRecycle(t *testing.T) {
 	require.Len(t, s.free, maxFree)
 	s.ClearLocked()
 	require.Empty(t, s.free)
+}
+
+// TestStripeSize: a stripe is one 128-byte cache-line pair, whatever R is
+// (its fields hold only pointers to R).
+func TestStripeSize(t *testing.T) {
+	require.Equal(t, uintptr(128), unsafe.Sizeof(Stripe[struct{ a, b int }]{}))
+	require.Equal(t, uintptr(128), unsafe.Sizeof(Stripe[int]{}))
 }
