@@ -10,6 +10,32 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// hammer runs goroutines goroutines that each take mu each times and run
+// section(i) inside, and fails the test if they have not all finished
+// within a minute (a correctness guard, not a timing: a lost wake-up
+// leaves a goroutine asleep for good).
+func hammer(t *testing.T, mu *Mutex, goroutines, each int, section func(i int)) {
+	var wg sync.WaitGroup
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				mu.Lock()
+				section(i)
+				mu.Unlock()
+			}
+		}()
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(time.Minute):
+		t.Fatal("goroutines still asleep: a wake-up was lost")
+	}
+}
+
 // TestMutualExclusion: many more goroutines than processors increment a
 // plain counter and check that no one else is inside; any gap in the
 // exclusion shows as a lost increment, an overlap, or a race under -race.
@@ -19,28 +45,18 @@ func TestMutualExclusion(t *testing.T) {
 		n       int
 		inside  atomic.Int32
 		overlap atomic.Bool
-		wg      sync.WaitGroup
 	)
 	const goroutines, each = 64, 2000
-	for range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range each {
-				mu.Lock()
-				if inside.Add(1) != 1 {
-					overlap.Store(true)
-				}
-				n++
-				if i%64 == 0 {
-					runtime.Gosched() // a holder descheduled mid-section
-				}
-				inside.Add(-1)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	hammer(t, &mu, goroutines, each, func(i int) {
+		if inside.Add(1) != 1 {
+			overlap.Store(true)
+		}
+		n++
+		if i%64 == 0 {
+			runtime.Gosched() // a holder descheduled mid-section
+		}
+		inside.Add(-1)
+	})
 	require.False(t, overlap.Load(), "two goroutines were inside at once")
 	require.Equal(t, goroutines*each, n)
 }
@@ -77,28 +93,12 @@ func TestSleepersAllWake(t *testing.T) {
 	var (
 		mu Mutex
 		n  int
-		wg sync.WaitGroup
 	)
 	const goroutines, each = 32, 500
-	for range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range each {
-				mu.Lock()
-				n++
-				runtime.Gosched()
-				mu.Unlock()
-			}
-		}()
-	}
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
-	select {
-	case <-finished:
-	case <-time.After(time.Minute): // a correctness guard, not a timing
-		t.Fatal("goroutines still asleep: a wake-up was lost")
-	}
+	hammer(t, &mu, goroutines, each, func(int) {
+		n++
+		runtime.Gosched()
+	})
 	require.Equal(t, goroutines*each, n)
 	require.True(t, mu.TryLock(), "left locked")
 	require.Equal(t, int32(locked), mu.state.Load())
