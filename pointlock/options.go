@@ -37,11 +37,12 @@ type Options struct {
 // Why 16 per processor: at most GOMAXPROCS goroutines run at once, so with
 // 16 stripes per processor two running requests for random keys share a
 // stripe with probability about 1/16 per pair, and a stripe's critical
-// section is a few map operations, so a collision costs a short spin, not a
-// sleep. A stripe costs about 128 bytes per column family, so the default is
-// 4 KiB per column family on a 2-processor machine and 128 KiB on a
-// 64-processor one. RocksDB's fixed 16 stripes are contended as soon as a
-// machine has more than a few cores.
+// section is a few map operations, so a collision costs a few retries of
+// the stripe's latch (internal/latch), not a sleep. A stripe costs about
+// 128 bytes per column family, so the default is 4 KiB per column family
+// on a 2-processor machine and 128 KiB on a 64-processor one. RocksDB's
+// fixed 16 stripes are contended as soon as a machine has more than a few
+// cores.
 func DefaultStripes() int {
 	n := 16 * runtime.GOMAXPROCS(0)
 	s := 16

@@ -1,11 +1,11 @@
 package pointlock
 
 import (
-	"sync"
 	"unsafe"
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/keytable"
+	"github.com/txnlock/txnlock/internal/latch"
 	"github.com/txnlock/txnlock/internal/lockwait"
 )
 
@@ -31,7 +31,7 @@ func (lm *lockMap) stripe(h uint64) *stripe { return &lm.strip[h&lm.mask] }
 
 // stripeState is a stripe without its padding.
 type stripeState struct {
-	mu    sync.Mutex
+	mu    latch.Mutex
 	cfIdx uint16 // the lockMap's idx; immutable
 	// The fields below are guarded by mu.
 

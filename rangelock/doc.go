@@ -66,8 +66,8 @@
 // lockwait.Waiter.Wait with no lock held). Manager.admin (column
 // family registry changes) comes before all of them. A code path that
 // holds one stripe and needs all of them first drops the one it holds.
-// Stripe mutexes are latches (internal/latch), which retry for about half
-// a microsecond before they sleep.
+// Stripe and transaction-table mutexes are latches (internal/latch), which
+// retry for about half a microsecond before they sleep.
 // The ordered index of points takes no lock of its own: a stripe's index
 // is guarded by its stripe mutex, and it is built or dropped only with
 // every stripe mutex of the family held (so a point request, holding one,

@@ -101,7 +101,14 @@ func TestSleepersAllWake(t *testing.T) {
 	})
 	require.Equal(t, goroutines*each, n)
 	require.True(t, mu.TryLock(), "left locked")
+	require.Equal(t, int32(locked), mu.state.Load())
 	mu.Unlock()
+	require.Equal(t, int32(unlocked), mu.state.Load())
+}
+
+func TestUnlockOfUnlockedPanics(t *testing.T) {
+	var mu Mutex
+	require.Panics(t, mu.Unlock)
 }
 
 func TestUncontendedAllocatesNothing(t *testing.T) {
@@ -110,4 +117,5 @@ func TestUncontendedAllocatesNothing(t *testing.T) {
 		mu.Lock()
 		mu.Unlock()
 	}))
+	require.Nil(t, mu.wake.Load(), "an uncontended latch made its channel")
 }

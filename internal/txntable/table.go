@@ -15,9 +15,8 @@
 package txntable
 
 import (
-	"sync"
-
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/latch"
 )
 
 // Table maps transaction ids to records of type R. Safe for concurrent use
@@ -31,7 +30,7 @@ type Table[R any] struct {
 type Stripe[R any] struct {
 	// Mu guards m and every field of the records it holds that the owning
 	// manager declares "guarded by the transaction stripe".
-	Mu sync.Mutex
+	Mu latch.Mutex
 	m  map[txnlock.TxnID]*R
 	// last caches the most recently used record: a transaction usually
 	// makes several calls in a row, and this skips the map lookup.
@@ -43,7 +42,7 @@ type Stripe[R any] struct {
 	free []*R
 	// Pads the stripe to 128 bytes (TestStripeSize), so that neighbouring
 	// stripes' mutexes never share a cache-line pair.
-	_ [72]byte
+	_ [64]byte
 }
 
 // maxFree bounds a stripe's free list.
