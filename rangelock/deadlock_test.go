@@ -48,6 +48,17 @@ func waitUntilWaiting(t *testing.T, mgr txnlock.Manager, txn txnlock.TxnID) {
 	t.Fatalf("%s never waits", txn)
 }
 
+// waitUntilReported waits until det records n waits. A waiter shows in
+// Status as soon as it is queued, but reports its wait to the detector a
+// moment later from its own goroutine; a test that closes a cycle before
+// that report would see the other member found as the victim when its
+// report arrives (the requester policy picks whoever closes the cycle).
+func waitUntilReported(t *testing.T, det *deadlock.Detector, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return det.Stats().Waits == n }, 30*time.Second, 100*time.Microsecond,
+		"the detector never recorded %d waits", n)
+}
+
 // requireDeadlock checks that err is a deadlock whose cycle is txns.
 func requireDeadlock(t *testing.T, err error, txns ...txnlock.TxnID) {
 	t.Helper()
@@ -93,6 +104,7 @@ func TestDeadlockAcrossColumnFamilies(t *testing.T) {
 	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 2, CF: 1, Range: mustRange(t, "m", "p"), Mode: txnlock.Exclusive}))
 	t1 := asyncLock(m, txnlock.Request{Txn: 1, CF: 1, Range: point("n"), Mode: txnlock.Exclusive})
 	waitUntilWaiting(t, m, 1)
+	waitUntilReported(t, det, 1)
 	err := m.Lock(ctx, txnlock.Request{Txn: 2, CF: 0, Range: mustRange(t, "b", "d"), Mode: txnlock.Shared})
 	requireDeadlock(t, err, 1, 2)
 	require.NoError(t, m.UnlockAll(2))
@@ -121,6 +133,7 @@ func TestDeadlockThroughPointAndRangeLocks(t *testing.T) {
 	require.NoError(t, rm.Lock(ctx, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "z"), Mode: txnlock.Exclusive}))
 	t1 := asyncLock(rm, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Shared})
 	waitUntilWaiting(t, rm, 1)
+	waitUntilReported(t, det, 1)
 	err = pm.Lock(ctx, txnlock.Request{Txn: 2, Range: point("x"), Mode: txnlock.Exclusive})
 	requireDeadlock(t, err, 1, 2)
 	require.NoError(t, rm.UnlockAll(2))
@@ -143,6 +156,7 @@ func TestDeadlockThroughQueue(t *testing.T) {
 	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("a"), Mode: txnlock.Exclusive}))
 	t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "c"), Mode: txnlock.Exclusive})
 	waitUntilWaiting(t, m, 2)
+	waitUntilReported(t, det, 1)
 	err := m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("b"), Mode: txnlock.Shared})
 	requireDeadlock(t, err, 1, 2)
 	require.NoError(t, m.UnlockAll(1))
@@ -169,6 +183,7 @@ func TestDeadlockAfterUpgrade(t *testing.T) {
 	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Shared}))
 	t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "j", "l"), Mode: txnlock.Shared})
 	waitUntilWaiting(t, m, 2)
+	waitUntilReported(t, det, 1)
 	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Exclusive}))
 	require.Equal(t, []txnlock.TxnID{1, 5}, m.Status().Waits[0].Blockers)
 	err := m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("m"), Mode: txnlock.Exclusive})
