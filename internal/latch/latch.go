@@ -39,7 +39,7 @@
 // Measured with BenchmarkParallelDisjoint (-cpu 2, interleaved pairs;
 // BENCHMARKS.md): with sync.Mutex, 128 goroutines ran at 0.89 of the
 // throughput of 2 in pointlock and 0.85 in rangelock; with the latch, at
-// 1.00 and 0.91, and 2 goroutines ran no slower.
+// 1.00 and 0.90, and 2 goroutines ran no slower.
 //
 // Profiles: the runtime's mutex profile knows only sync.Mutex, so a
 // latch's contention shows instead in the CPU profile (lockSlow's
