@@ -35,5 +35,5 @@ for label,runs in res.items():
         for r in runs:
             b={k.split('/',1)[-1]:v for k,v in r.items()}
             try: vals.append(eval(e,{'b':b}))
-            except Exception as ex: pass
+            except Exception as ex: print('skipped a round for %r: %s' % (e, ex), file=sys.stderr)
         if vals: print('  %s: median %.3f  [%s]'%(e, st.median(vals), ' '.join('%.2f'%v for v in vals)))
