@@ -73,7 +73,7 @@ func verifyLine(l LockKind, v VerifyReport) string {
 // seedLocks quotes the seed's lock counts (MyRocks) beside ours.
 func seedLocks(w Workload, l LockKind) string {
 	if w != OLTPWriteOnly {
-		if w == OLTPUpdateNonIndex && (l == LockPoint || l == LockRange) {
+		if w == OLTPUpdateNonIndex && (l == LockPoint || l == LockRange || l == LockPointSK) {
 			return " (seed, MyRocks: 1)"
 		}
 		return ""
@@ -83,6 +83,8 @@ func seedLocks(w Workload, l LockKind) string {
 		return " (seed, MyRocks: 3)"
 	case LockRange:
 		return " (seed, MyRocks: 8; 4 without the secondary index)"
+	case LockPointSK:
+		return " (range's requests, to the point manager)"
 	}
 	return ""
 }

@@ -395,6 +395,8 @@ func engineOf(l LockKind) string {
 		return "like InnoDB: row locks"
 	case LockRange:
 		return "row and range locks"
+	case LockPointSK:
+		return "row and index-entry locks"
 	}
 	return string(l)
 }

@@ -10,7 +10,8 @@ import (
 
 // LockKind names how the table locks rows: "point" (pointlock.Manager on
 // primary-key entries), "range" (rangelock.Manager, also secondary-key
-// entries and scanned ranges), "table" (one exclusive lock per table per
+// entries and scanned ranges), "point-sk" (pointlock.Manager, also
+// secondary-key entries: range's requests for writes), "table" (one exclusive lock per table per
 // transaction) or "none" (no locks: unsafe for concurrent writers, measures
 // the storage and the driver alone). It is bench/sbtest's, which defines
 // the rules; every Opener reads it the same way.
@@ -20,12 +21,15 @@ type LockKind = sbtest.LockKind
 const (
 	LockPoint = sbtest.LockPoint
 	LockRange = sbtest.LockRange
-	LockTable = sbtest.LockTable
-	LockNone  = sbtest.LockNone
+	// LockPointSK: pointlock.Manager sent range's requests (the SK entries
+	// too), to compare the managers without the protocol's difference.
+	LockPointSK = sbtest.LockPointSK
+	LockTable   = sbtest.LockTable
+	LockNone    = sbtest.LockNone
 )
 
 // LockKinds lists every lock kind, in the order reports use.
-var LockKinds = []LockKind{LockPoint, LockRange, LockTable, LockNone}
+var LockKinds = []LockKind{LockPoint, LockRange, LockPointSK, LockTable, LockNone}
 
 // Layout says how tables and indexes map to column families: "shared" (one
 // column family), "per-table" or "per-index" (the seed's make-4-cfs.sql).

@@ -59,6 +59,12 @@
 //	RangeSelect FOR UPDATE      PK(X) each    the range [lo, hi] (X)      T(X)       -
 //	                            row found
 //
+// Lock point-sk is point with range's PK and SK columns: the SK entries
+// a statement writes are point-locked too (InnoDB locks the index records
+// it modifies), and RangeSelect FOR UPDATE locks each row found. For
+// oltp_write_only it sends the requests range does, to a point manager:
+// range against point-sk compares the two managers alone.
+//
 // PK, SK: a point lock on the entry's key (a single-key range under range
 // locking). T: the table lock, one per table per transaction. AI: the
 // table's AUTO-INC lock. "-": no lock. Without the SK index the SK locks
@@ -84,6 +90,7 @@
 //	point                    3         3   the INSERT reuses the DELETE's PK lock
 //	range                    7         8   MyRocks re-sends the INSERT's PK lock
 //	range, no SK             3         4   the same re-send
+//	point-sk                 7         -   range's requests, to pointlock
 //
 // Range: 3 (UPDATE k) + 1 (UPDATE c) + 2 (DELETE) + 1 (INSERT: its new SK
 // entry; the PK lock is held already). If the INSERT reuses the deleted

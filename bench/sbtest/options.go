@@ -19,6 +19,13 @@ const (
 	// secondary-key entries as single-key ranges, and the scanned range of
 	// a FOR UPDATE range select (MyRocks rocksdb_use_range_locking=1).
 	LockRange LockKind = "range"
+	// LockPointSK: pointlock.Manager with range locking's point rules:
+	// primary-key entries and the secondary-key entries a statement
+	// writes, as InnoDB locks the index records it modifies; range scans
+	// FOR UPDATE lock each row read, as LockPoint. It sends the manager
+	// the same requests for oltp_write_only as LockRange, so the two
+	// compare the managers alone, without the difference in protocol.
+	LockPointSK LockKind = "point-sk"
 	// LockTable: one exclusive lock per table per transaction, through a
 	// pointlock.Manager (the MyISAM analog).
 	LockTable LockKind = "table"
@@ -26,6 +33,14 @@ const (
 	// concurrent writers lose updates and can corrupt the secondary index.
 	LockNone LockKind = "none"
 )
+
+// locksRows reports whether l locks rows (and ranges) through the manager.
+func (l LockKind) locksRows() bool {
+	return l == LockPoint || l == LockRange || l == LockPointSK
+}
+
+// locksSK reports whether l locks the secondary-key entries it writes.
+func (l LockKind) locksSK() bool { return l == LockRange || l == LockPointSK }
 
 // Layout says how tables and indexes map to column families.
 type Layout string
@@ -139,7 +154,7 @@ func (o *Options) Validate() error {
 		p.Addf("unknown Layout %q", o.Layout)
 	}
 	switch o.Lock {
-	case LockPoint, LockRange, LockTable, LockNone:
+	case LockPoint, LockRange, LockPointSK, LockTable, LockNone:
 	default:
 		p.Addf("unknown Lock %q", o.Lock)
 	}

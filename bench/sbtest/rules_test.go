@@ -39,10 +39,14 @@ func TestLockingRules(t *testing.T) {
 			"", "PK5 X", "PK5 S", "PK5 X, SK(k5) X, SK(k5+1) X", "PK5 X", "PK5 X, SK(k5) X", "PK500 X, SK7/500 X", "PK101 X, SK7/101 X",
 			"", "PK[3..6] X",
 		},
+		LockPointSK: {
+			"", "PK5 X", "PK5 S", "PK5 X, SK(k5) X, SK(k5+1) X", "PK5 X", "PK5 X, SK(k5) X", "PK500 X, SK7/500 X", "PK101 X, SK7/101 X",
+			"", "PK3 X, PK4 X, PK5 X, PK6 X",
+		},
 		LockTable: {"T X", "T X", "T X", "T X", "T X", "T X", "T X", "T X", "T X", "T X"},
 		LockNone:  {"", "", "", "", "", "", "", "", "", ""},
 	}
-	for _, lock := range []LockKind{LockPoint, LockRange, LockTable, LockNone} {
+	for _, lock := range []LockKind{LockPoint, LockRange, LockPointSK, LockTable, LockNone} {
 		db := open(t, Options{Lock: lock})
 		r := db.Begin()
 		k5, _, err := r.PointSelect(bg, 1, 5)

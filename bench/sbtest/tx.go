@@ -87,20 +87,21 @@ func (tx *Tx) lockTable(ctx context.Context, t *table) error {
 // lockRow locks the PK entry of id in mode under point and range locking,
 // the table under table locking, nothing under none.
 func (tx *Tx) lockRow(ctx context.Context, t *table, pk []byte, mode txnlock.Mode) error {
-	switch tx.db.opts.Lock {
-	case LockPoint, LockRange:
+	switch l := tx.db.opts.Lock; {
+	case l.locksRows():
 		return tx.txn.Lock(ctx, t.pk, pk, mode)
-	case LockTable:
+	case l == LockTable:
 		return tx.lockTable(ctx, t)
 	}
 	return nil
 }
 
 // lockSK locks a secondary-key entry about to be written, under range
-// locking only: as MyRocks, point locking writes SK entries untracked (the
-// PK lock guards the row); range locking locks them as single-key ranges.
+// locking and LockPointSK only: as MyRocks, point locking writes SK entries
+// untracked (the PK lock guards the row); range locking locks them as
+// single-key ranges, LockPointSK as point locks.
 func (tx *Tx) lockSK(ctx context.Context, t *table, sk []byte) error {
-	if tx.db.opts.Lock != LockRange || t.sk == nil {
+	if !tx.db.opts.Lock.locksSK() || t.sk == nil {
 		return nil
 	}
 	return tx.txn.Lock(ctx, t.sk, sk, txnlock.Exclusive)
@@ -363,7 +364,7 @@ func (tx *Tx) RangeSelect(ctx context.Context, table int, lo, hi int64, forUpdat
 		rows = append(rows, row)
 		return derr == nil
 	}
-	if forUpdate && (tx.db.opts.Lock == LockPoint || tx.db.opts.Lock == LockRange) {
+	if forUpdate && tx.db.opts.Lock.locksRows() {
 		err = tx.txn.ScanForUpdate(ctx, t.pk, r, txnlock.Exclusive, collect)
 	} else {
 		err = tx.txn.Scan(t.pk, r, collect)

@@ -130,6 +130,29 @@ func TestRunSBTest(t *testing.T) {
 	assert.Equal(t, "true", recs[2][col["verify_ok"]])
 }
 
+// TestRunPointSK: point-sk sends range's requests to the point manager (7
+// per oltp_write_only transaction, as range; point sends 3), in one run
+// with both baselines.
+func TestRunPointSK(t *testing.T) {
+	code, stdout, stderr := cli(t, bench.OpenSBTest, "run", "--lock", "point,range,point-sk", "--threads", "1",
+		"--events", "50", "--time", "0", "--table-size", "200", "--format", "csv", "--driver-overhead", "0")
+	require.Equal(t, 0, code, stderr)
+	recs, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
+	require.NoError(t, err)
+	require.Len(t, recs, 4)
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	want := map[string]float64{"point": 3, "range": 7, "point-sk": 7}
+	for _, r := range recs[1:] {
+		lpt, err := strconv.ParseFloat(r[col["locks_per_txn"]], 64)
+		require.NoError(t, err)
+		assert.InDelta(t, want[r[col["lock"]]], lpt, 0.2, r[col["lock"]])
+		assert.Equal(t, "true", r[col["verify_ok"]], r[col["lock"]])
+	}
+}
+
 // TestThrottling: the second seed with a 20 ms rule on the point select:
 // that digest's min time and the transactions' min latency are >= 20 ms.
 func TestThrottling(t *testing.T) {

@@ -34,7 +34,7 @@ mirrored order (point, range, range, point, then range, point, point, range, ...
 fresh table.`)
 	o.EnsureDefaults() // the flags' defaults
 	fs.Var(stringValue[bench.Workload]{&o.Workload}, "workload", "oltp_write_only | oltp_update_non_index | oltp_read_write | oltp_point_select")
-	fs.Var(lockListValue{&o.Locks}, "lock", "lock kinds to compare, the first is the ratios' baseline: point,range,table,none")
+	fs.Var(lockListValue{&o.Locks}, "lock", "lock kinds to compare, the first is the ratios' baseline: point,range,point-sk,table,none")
 	fs.Var(intListValue{&o.Threads}, "threads", "thread counts")
 	fs.Var(durationValue{&o.Time}, "time", "time per run (Go duration or seconds; 0 = until --events)")
 	fs.Int64Var(&o.Events, "events", o.Events, "stop each run after this many events (0 = no limit)")
