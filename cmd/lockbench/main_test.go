@@ -117,17 +117,26 @@ func TestRunSBTest(t *testing.T) {
 		"--table-size", "300", "--tables", "2", "--cf-layout", "per-table", "--storage", "disk", "--dir", t.TempDir(),
 		"--sync", "--format", "csv", "--driver-overhead", "0")
 	require.Equal(t, 0, code, stderr)
-	recs, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
-	require.NoError(t, err)
+	recs, col := readCSV(t, stdout)
 	require.Len(t, recs, 3)
-	col := map[string]int{}
-	for i, h := range recs[0] {
-		col[h] = i
-	}
 	lpt, err := strconv.ParseFloat(recs[1][col["locks_per_txn"]], 64)
 	require.NoError(t, err)
 	assert.InDelta(t, 3, lpt, 0.1, "point")
 	assert.Equal(t, "true", recs[2][col["verify_ok"]])
+}
+
+// readCSV parses lockbench's CSV output: its records, the header first,
+// and each column's index by name.
+func readCSV(t *testing.T, out string) ([][]string, map[string]int) {
+	t.Helper()
+	recs, err := csv.NewReader(strings.NewReader(out)).ReadAll()
+	require.NoError(t, err)
+	require.NotEmpty(t, recs, "no header")
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	return recs, col
 }
 
 // TestRunPointSK: point-sk sends range's requests to the point manager (7
@@ -137,13 +146,8 @@ func TestRunPointSK(t *testing.T) {
 	code, stdout, stderr := cli(t, bench.OpenSBTest, "run", "--lock", "point,range,point-sk", "--threads", "1",
 		"--events", "50", "--time", "0", "--table-size", "200", "--format", "csv", "--driver-overhead", "0")
 	require.Equal(t, 0, code, stderr)
-	recs, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
-	require.NoError(t, err)
+	recs, col := readCSV(t, stdout)
 	require.Len(t, recs, 4)
-	col := map[string]int{}
-	for i, h := range recs[0] {
-		col[h] = i
-	}
 	want := map[string]float64{"point": 3, "range": 7, "point-sk": 7}
 	for _, r := range recs[1:] {
 		lpt, err := strconv.ParseFloat(r[col["locks_per_txn"]], 64)
