@@ -63,7 +63,8 @@
 // a statement writes are point-locked too (InnoDB locks the index records
 // it modifies), and RangeSelect FOR UPDATE locks each row found. For
 // oltp_write_only it sends the requests range does, to a point manager:
-// range against point-sk compares the two managers alone.
+// range against point-sk compares the two managers alone (the RocksDB
+// anchor's point+sk mode makes the same comparison).
 //
 // PK, SK: a point lock on the entry's key (a single-key range under range
 // locking). T: the table lock, one per table per transaction. AI: the
