@@ -56,8 +56,10 @@ func runBench(b *testing.B, open Opener, w Workload, lock LockKind, threads int)
 }
 
 // BenchmarkOLTPWriteOnly: sysbench oltp_write_only, the seed's main table.
+// lock=point-sk sends range's requests to the point manager: against
+// lock=range it compares the managers on equal requests.
 func BenchmarkOLTPWriteOnly(b *testing.B) {
-	benchWorkload(b, OLTPWriteOnly, LockPoint, LockRange, LockNone)
+	benchWorkload(b, OLTPWriteOnly, LockPoint, LockRange, LockPointSK, LockNone)
 }
 
 // BenchmarkOLTPUpdateNonIndex: one UPDATE c per transaction, one lock.
