@@ -23,7 +23,7 @@ import "time"
 // lock's critical sections never wait for the detector's graph. So Block
 // may come after the wait has already ended (a fast grant) and Unblock
 // after the manager has moved on; a detector ignores a wait whose Waiter
-// is no longer active (an Active() bool method). The detector fails a
+// is no longer active (Waiter.Active). The detector fails a
 // waiter through Waiter.Fail, which only flags and signals.
 //
 // A transaction never blocks itself: when a search follows a resource's
@@ -79,6 +79,14 @@ type Waiter interface {
 	Fail(err error) bool
 	// Txn is the waiting transaction.
 	Txn() TxnID
+	// Active reports whether the wait may still be going on: false once
+	// it was granted or failed. A manager grants a waiter, which wakes
+	// and Unblocks its wait a moment later; in between the detector still
+	// has the wait, and must not report a transaction that is running
+	// again as deadlocked. It is called at any time, also after the wait
+	// ended and the waiter was recycled, so it must be a plain read (an
+	// atomic load) that takes no lock.
+	Active() bool
 }
 
 // WaitEdge describes a wait to the detector.

@@ -2,6 +2,7 @@ package deadlock
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ type chanWaiter struct {
 	txn    txnlock.TxnID
 	once   sync.Once
 	failed chan error
+	done   atomic.Bool // failed
 }
 
 func newChanWaiter(txn txnlock.TxnID) *chanWaiter {
@@ -25,9 +27,13 @@ func (w *chanWaiter) Txn() txnlock.TxnID { return w.txn }
 
 func (w *chanWaiter) Fail(err error) bool {
 	ok := false
-	w.once.Do(func() { w.failed <- err; ok = true })
+	w.once.Do(func() { w.done.Store(true); w.failed <- err; ok = true })
 	return ok
 }
+
+// Active: a chanWaiter waits until it is failed (its tests end other waits
+// with Unblock).
+func (w *chanWaiter) Active() bool { return !w.done.Load() }
 
 // twoCycle records 1 -> a -> 2 -> b -> 1 and returns the two waiters.
 func twoCycle(d *Detector) (*chanWaiter, *chanWaiter) {

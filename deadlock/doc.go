@@ -130,8 +130,8 @@
 // A manager grants a waiter, which wakes and then Unblocks its own wait;
 // the woken transaction may already be running, even releasing what it
 // held, and a fast grant may even come before the waiter's Block. A
-// search does not follow a wait whose waiter says it no longer waits (a
-// Waiter with an Active() bool method, as lockwait.Waiter has), Block does
+// search does not follow a wait whose waiter says it no longer waits
+// (txnlock.Waiter.Active), Block does
 // not record one, and every member of a cycle is checked again just
 // before it is broken, so a transaction that is running again is never
 // reported as deadlocked.

@@ -86,7 +86,7 @@ func slotIndex(txn txnlock.TxnID) uint64 {
 // waiter, or a wait that has already ended). False: the wait must go into
 // the graph.
 func (t *dormant) park(e txnlock.WaitEdge) bool {
-	if e.Waiter == nil || !active(e.Waiter) {
+	if e.Waiter == nil || !e.Waiter.Active() {
 		return true // granted or failed before it came: nothing to record
 	}
 	txn := e.Waiter.Txn()
@@ -134,7 +134,7 @@ func (t *dormant) addBlockerLocked(txn txnlock.TxnID, g *graph) {
 		// waiter cannot be recycled before its goroutine has unparked it
 		// under s.mu, so asking whether it is active is safe.
 		p := s.waits[i]
-		if p.txn != txn || !active(p.e.Waiter) {
+		if p.txn != txn || !p.e.Waiter.Active() {
 			i++
 			continue
 		}
@@ -150,12 +150,6 @@ func (t *dormant) addBlockerLocked(txn txnlock.TxnID, g *graph) {
 // removeBlockerLocked undoes one addBlockerLocked. Detector.mu is held.
 func (t *dormant) removeBlockerLocked(txn txnlock.TxnID) {
 	t.slot(txn).blocking.Add(-1)
-}
-
-// active reports whether w may still wait (see activeWaiter).
-func active(w txnlock.Waiter) bool {
-	act, ok := w.(activeWaiter)
-	return !ok || act.Active()
 }
 
 // count returns the number of parked waits.

@@ -45,7 +45,6 @@ const maxFree = 1024
 // edge is one wait: txn waits for res.
 type edge struct {
 	waiter    txnlock.Waiter
-	act       activeWaiter // waiter, if it can say whether it still waits
 	txn       txnlock.TxnID
 	node      *txnNode // txn's node
 	res       *resource
@@ -55,17 +54,14 @@ type edge struct {
 	seq       uint64
 }
 
-// activeWaiter is a Waiter that can say whether it still waits, as
-// lockwait.Waiter does. A manager grants a waiter, which wakes it; the
-// waiter's goroutine Unblocks it a moment later; in between the graph
-// still shows the wait. The search ignores such waits, so that a
-// transaction already running again is never part of a reported cycle,
-// and Block does not record a wait that ended before it came.
-type activeWaiter interface{ Active() bool }
-
 // active reports whether the wait may still be real: its waiter has not
-// been granted or failed (as far as it says).
-func (e *edge) active() bool { return e.act == nil || e.act.Active() }
+// been granted or failed (txnlock.Waiter.Active). A manager grants a
+// waiter, which wakes it; the waiter's goroutine Unblocks it a moment
+// later; in between the graph still shows the wait. The search ignores
+// such waits, so that a transaction already running again is never part
+// of a reported cycle, and Block does not record a wait that ended before
+// it came.
+func (e *edge) active() bool { return e.waiter.Active() }
 
 // txnNode is a transaction with at least one wait.
 type txnNode struct {
@@ -174,8 +170,7 @@ func (g *graph) block(e txnlock.WaitEdge) *edge {
 	if e.Waiter == nil {
 		return nil
 	}
-	act, _ := e.Waiter.(activeWaiter)
-	if act != nil && !act.Active() {
+	if !e.Waiter.Active() {
 		return nil
 	}
 	txn := e.Waiter.Txn()
@@ -193,7 +188,6 @@ func (g *graph) block(e txnlock.WaitEdge) *edge {
 	ed := g.newEdge()
 	*ed = edge{
 		waiter:    e.Waiter,
-		act:       act,
 		txn:       txn,
 		node:      n,
 		res:       g.resource(e.Resource),

@@ -55,7 +55,7 @@ type result struct {
 // without T" is private to T, which the search visits once, so it needs no
 // mark. Every node is expanded at most once: a search is linear in the
 // part of the graph it reaches. A wait whose waiter says it no longer
-// waits (see activeWaiter) is not followed.
+// waits (edge.active) is not followed.
 //
 // fresh starts a new epoch; a full search keeps the epoch across its roots.
 func (g *graph) walk(stack *[]frame, root *txnNode, rootWaits []*edge, target txnlock.TxnID, lim limits, fresh bool) (res result) {

@@ -84,6 +84,7 @@ type testWaiter struct{ txn txnlock.TxnID }
 
 func (w *testWaiter) Txn() txnlock.TxnID { return w.txn }
 func (w *testWaiter) Fail(error) bool    { return true }
+func (w *testWaiter) Active() bool       { return true } // waits until Unblock
 func (w *testWaiter) String() string     { return w.txn.String() }
 
 // randomGraph builds a graph of nTxn transactions waiting (some in two

@@ -118,7 +118,8 @@ func (w *Waiter) Fail(err error) bool {
 }
 
 // Active reports whether the waiter is still waiting (neither granted nor
-// failed, nor failing). Managers skip inactive waiters when scanning a queue.
+// failed, nor failing): one atomic load (txnlock.Waiter). Managers skip
+// inactive waiters when scanning a queue.
 func (w *Waiter) Active() bool { return w.state.Load() == stateWaiting }
 
 // Granted reports whether Grant succeeded.
