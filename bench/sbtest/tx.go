@@ -84,8 +84,8 @@ func (tx *Tx) lockTable(ctx context.Context, t *table) error {
 	return tx.txn.Lock(ctx, tx.db.lockCF, t.tableKey, txnlock.Exclusive)
 }
 
-// lockRow locks the PK entry of id in mode under point and range locking,
-// the table under table locking, nothing under none.
+// lockRow locks the PK entry of id in mode under row locking (point, range,
+// point-sk), the table under table locking, nothing under none.
 func (tx *Tx) lockRow(ctx context.Context, t *table, pk []byte, mode txnlock.Mode) error {
 	switch l := tx.db.opts.Lock; {
 	case l.locksRows():
