@@ -73,7 +73,7 @@ func verifyLine(l LockKind, v VerifyReport) string {
 // seedLocks quotes the seed's lock counts (MyRocks) beside ours.
 func seedLocks(w Workload, l LockKind) string {
 	if w != OLTPWriteOnly {
-		if w == OLTPUpdateNonIndex && (l == LockPoint || l == LockRange || l == LockPointSK) {
+		if w == OLTPUpdateNonIndex && l.LocksRows() {
 			return " (seed, MyRocks: 1)"
 		}
 		return ""

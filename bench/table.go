@@ -11,9 +11,9 @@ import (
 // LockKind names how the table locks rows: "point" (pointlock.Manager on
 // primary-key entries), "range" (rangelock.Manager, also secondary-key
 // entries and scanned ranges), "point-sk" (pointlock.Manager, also
-// secondary-key entries: range's requests for writes), "table" (one exclusive lock per table per
-// transaction) or "none" (no locks: unsafe for concurrent writers, measures
-// the storage and the driver alone). It is bench/sbtest's, which defines
+// secondary-key entries: range's requests for writes), "table" (one
+// exclusive lock per table per transaction) or "none" (no locks: unsafe for
+// concurrent writers, measures the storage and the driver alone). It is bench/sbtest's, which defines
 // the rules; every Opener reads it the same way.
 type LockKind = sbtest.LockKind
 

@@ -34,13 +34,15 @@ const (
 	LockNone LockKind = "none"
 )
 
-// locksRows reports whether l locks rows (and ranges) through the manager.
-func (l LockKind) locksRows() bool {
+// LocksRows reports whether l locks rows (and ranges) through the manager:
+// point, range and point-sk.
+func (l LockKind) LocksRows() bool {
 	return l == LockPoint || l == LockRange || l == LockPointSK
 }
 
-// locksSK reports whether l locks the secondary-key entries it writes.
-func (l LockKind) locksSK() bool { return l == LockRange || l == LockPointSK }
+// LocksSK reports whether l locks the secondary-key entries it writes:
+// range and point-sk.
+func (l LockKind) LocksSK() bool { return l == LockRange || l == LockPointSK }
 
 // Layout says how tables and indexes map to column families.
 type Layout string

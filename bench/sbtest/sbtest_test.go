@@ -51,7 +51,7 @@ func TestLockCountsWriteOnly(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, writeOnly(tx, 11, 21, 40, row3.K))
 			want := c.want
-			if c.lock.locksSK() && !c.noSK {
+			if c.lock.LocksSK() && !c.noSK {
 				want--
 			}
 			require.Equal(t, want, tx.LockRequests())

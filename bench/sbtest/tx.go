@@ -88,7 +88,7 @@ func (tx *Tx) lockTable(ctx context.Context, t *table) error {
 // point-sk), the table under table locking, nothing under none.
 func (tx *Tx) lockRow(ctx context.Context, t *table, pk []byte, mode txnlock.Mode) error {
 	switch l := tx.db.opts.Lock; {
-	case l.locksRows():
+	case l.LocksRows():
 		return tx.txn.Lock(ctx, t.pk, pk, mode)
 	case l == LockTable:
 		return tx.lockTable(ctx, t)
@@ -101,7 +101,7 @@ func (tx *Tx) lockRow(ctx context.Context, t *table, pk []byte, mode txnlock.Mod
 // untracked (the PK lock guards the row); range locking locks them as
 // single-key ranges, LockPointSK as point locks.
 func (tx *Tx) lockSK(ctx context.Context, t *table, sk []byte) error {
-	if !tx.db.opts.Lock.locksSK() || t.sk == nil {
+	if !tx.db.opts.Lock.LocksSK() || t.sk == nil {
 		return nil
 	}
 	return tx.txn.Lock(ctx, t.sk, sk, txnlock.Exclusive)
@@ -364,7 +364,7 @@ func (tx *Tx) RangeSelect(ctx context.Context, table int, lo, hi int64, forUpdat
 		rows = append(rows, row)
 		return derr == nil
 	}
-	if forUpdate && tx.db.opts.Lock.locksRows() {
+	if forUpdate && tx.db.opts.Lock.LocksRows() {
 		err = tx.txn.ScanForUpdate(ctx, t.pk, r, txnlock.Exclusive, collect)
 	} else {
 		err = tx.txn.Scan(t.pk, r, collect)
