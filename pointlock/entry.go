@@ -1,11 +1,12 @@
 package pointlock
 
 import (
-	"slices"
+	"iter"
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/lockwait"
+	"github.com/txnlock/txnlock/internal/waitsfor"
 )
 
 // entry is one locked (or requested) key of one column family. It lives in
@@ -105,6 +106,14 @@ func (e *entry) waitersLocked() bool {
 	return false
 }
 
+// lastWaiterLocked returns the waiter at the back of e's queue, or nil.
+func (e *entry) lastWaiterLocked() *lockwait.Waiter {
+	if e.x == nil {
+		return nil
+	}
+	return e.x.q.Back()
+}
+
 // emptyLocked reports whether e has neither holders nor linked waiters.
 func (e *entry) emptyLocked() bool {
 	return e.h.rec == nil && (e.x == nil || e.x.q.Len() == 0)
@@ -124,42 +133,49 @@ func (e *entry) holdersLocked(dst []txnlock.TxnID) []txnlock.TxnID {
 	return dst
 }
 
-// blockersLocked appends to dst what w waits for: the holders other than
-// w's transaction that conflict with it, then the active requests queued
-// ahead of it that conflict with it.
-func (e *entry) blockersLocked(dst []txnlock.TxnID, w *lockwait.Waiter) []txnlock.TxnID {
-	return e.conflictsLocked(dst, w.Txn(), w.Lock.Mode, w)
-}
-
-// conflictsLocked appends to dst, once each, the holders other than txn
-// that conflict with mode, then the active requests of other transactions
-// queued ahead of stop (nil: the whole queue) that conflict with mode.
-func (e *entry) conflictsLocked(dst []txnlock.TxnID, txn txnlock.TxnID, mode txnlock.Mode, stop *lockwait.Waiter) []txnlock.TxnID {
-	add := func(id txnlock.TxnID) {
-		if !slices.Contains(dst, id) {
-			dst = append(dst, id)
-		}
+// holdersOfLocked appends e's holders, with their modes, to dst.
+func (e *entry) holdersOfLocked(dst []waitsfor.Holder) []waitsfor.Holder {
+	if e.h.rec == nil {
+		return dst
 	}
-	if e.h.rec != nil {
-		if e.h.rec.txn != txn && !e.h.mode.Compatible(mode) {
-			add(e.h.rec.txn)
-		}
-		if e.x != nil {
-			for _, h := range e.x.more {
-				if h.rec.txn != txn && !h.mode.Compatible(mode) {
-					add(h.rec.txn)
-				}
-			}
-		}
-	}
+	dst = append(dst, waitsfor.Holder{Txn: e.h.rec.txn, Mode: e.h.mode})
 	if e.x != nil {
-		for o := e.x.q.Front(); o != nil && o != stop; o = o.Next() {
-			if o.Active() && o.Txn() != txn && !o.Lock.Mode.Compatible(mode) {
-				add(o.Txn())
-			}
+		for _, h := range e.x.more {
+			dst = append(dst, waitsfor.Holder{Txn: h.rec.txn, Mode: h.mode})
 		}
 	}
 	return dst
+}
+
+// waitsForLocked appends to dst whom a request of txn in mode waits for
+// (internal/waitsfor's rule) when the nearest waiter queued ahead of it is
+// last (nil: none; failed waiters are skipped). It walks the queue back to
+// the nearest Exclusive request, no further: an error report, never a
+// scan of the whole queue.
+func (e *entry) waitsForLocked(dst []txnlock.TxnID, txn txnlock.TxnID, mode txnlock.Mode, upgrade bool, last *lockwait.Waiter) []txnlock.TxnID {
+	if !upgrade {
+		n := len(dst)
+		if dst = waitsfor.Nearest(dst, aheadOf(last), txn, mode); len(dst) > n {
+			return dst
+		}
+	}
+	var buf [8]waitsfor.Holder
+	return waitsfor.Holders(dst, e.holdersOfLocked(buf[:0]), txn, mode)
+}
+
+// aheadOf yields the active waiters from last to the front of its queue.
+func aheadOf(last *lockwait.Waiter) iter.Seq2[int, waitsfor.Request] {
+	return func(yield func(int, waitsfor.Request) bool) {
+		for i, w := 0, last; w != nil; w = w.Prev() {
+			if !w.Active() {
+				continue
+			}
+			if !yield(i, waitsfor.Request{Txn: w.Txn(), Mode: w.Lock.Mode, Upgrade: w.Upgrade}) {
+				return
+			}
+			i++
+		}
+	}
 }
 
 // firstNonUpgradeLocked is where a new upgrade joins the queue: behind

@@ -70,7 +70,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	}
 	if timeout == txnlock.NoWait {
 		st.c.Timeouts++
-		blockers := m.requestBlockersLocked(e, req.Txn, req.Mode)
+		blockers := e.waitsForLocked(nil, req.Txn, req.Mode, held != nil, e.lastWaiterLocked())
 		st.mu.Unlock()
 		return lockErr("lock", req, blockers, txnlock.ErrLockTimeout)
 	}
@@ -90,13 +90,14 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 		return nil
 	}
 	st.mu.Lock()
-	blockers := e.blockersLocked(nil, w)
+	var blockers []txnlock.TxnID
+	if err == txnlock.ErrLockTimeout {
+		// Only a timeout reports whom it waited for.
+		blockers = e.waitsForLocked(nil, req.Txn, req.Mode, w.Upgrade, w.Prev())
+	}
 	m.removeWaiterLocked(st, h, e, w, err)
 	st.mu.Unlock()
 	w.Release()
-	if err != txnlock.ErrLockTimeout {
-		blockers = nil
-	}
 	return lockErr("lock", req, blockers, err)
 }
 
@@ -203,11 +204,6 @@ func (m *Manager) enqueueLocked(st *stripe, e *entry, req *txnlock.Request, upgr
 		w.Resource = x.res
 	}
 	return w
-}
-
-// requestBlockersLocked is what a request not yet queued would wait for.
-func (m *Manager) requestBlockersLocked(e *entry, txn txnlock.TxnID, mode txnlock.Mode) []txnlock.TxnID {
-	return e.conflictsLocked(nil, txn, mode, nil)
 }
 
 // locksHeld is how many locks txn holds in this manager.

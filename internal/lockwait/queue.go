@@ -15,6 +15,9 @@ func (q *Queue) Len() int { return q.n }
 // Front returns the first waiter, or nil.
 func (q *Queue) Front() *Waiter { return q.head }
 
+// Back returns the last waiter, or nil.
+func (q *Queue) Back() *Waiter { return q.tail }
+
 // Next returns the waiter after w in its queue, or nil.
 func (w *Waiter) Next() *Waiter { return w.next }
 

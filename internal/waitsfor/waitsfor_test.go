@@ -1,0 +1,189 @@
+package waitsfor
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/txnlock/txnlock"
+)
+
+const (
+	S = txnlock.Shared
+	X = txnlock.Exclusive
+)
+
+// scan runs a Scanner over queue and returns each request's list.
+func scan(holders []Holder, queue []Request) [][]txnlock.TxnID {
+	s := NewScanner(holders, nil)
+	out := make([][]txnlock.TxnID, len(queue))
+	for i, r := range queue {
+		out[i] = s.Next(nil, r)
+	}
+	return out
+}
+
+func TestRule(t *testing.T) {
+	ids := func(ids ...txnlock.TxnID) []txnlock.TxnID { return ids }
+	for _, tc := range []struct {
+		name    string
+		holders []Holder
+		queue   []Request
+		want    [][]txnlock.TxnID
+	}{{
+		name:    "a queue of Exclusive requests: each waits for the one ahead",
+		holders: []Holder{{1, X}},
+		queue:   []Request{{Txn: 2, Mode: X}, {Txn: 3, Mode: X}, {Txn: 4, Mode: X}},
+		want:    [][]txnlock.TxnID{ids(1), ids(2), ids(3)},
+	}, {
+		name:    "Shared requests wait for the nearest Exclusive one, an Exclusive one for the run of Shared ones",
+		holders: []Holder{{1, S}},
+		queue:   []Request{{Txn: 2, Mode: X}, {Txn: 3, Mode: S}, {Txn: 4, Mode: S}, {Txn: 5, Mode: X}, {Txn: 6, Mode: S}},
+		want:    [][]txnlock.TxnID{ids(1), ids(2), ids(2), ids(3, 4), ids(5)},
+	}, {
+		name:    "Shared requests behind an Exclusive holder and no queued Exclusive request wait for the holder",
+		holders: []Holder{{9, X}},
+		queue:   []Request{{Txn: 3, Mode: S}, {Txn: 2, Mode: S}, {Txn: 4, Mode: X}},
+		want:    [][]txnlock.TxnID{ids(9), ids(9), ids(2, 3)},
+	}, {
+		name:    "an upgrade waits for the other holders only, and is waited for",
+		holders: []Holder{{1, S}, {2, S}, {3, S}},
+		queue:   []Request{{Txn: 2, Mode: X, Upgrade: true}, {Txn: 4, Mode: S}, {Txn: 5, Mode: X}},
+		want:    [][]txnlock.TxnID{ids(1, 3), ids(2), ids(4)},
+	}, {
+		name:    "a transaction's own requests are skipped",
+		holders: []Holder{{1, X}},
+		queue:   []Request{{Txn: 2, Mode: S}, {Txn: 3, Mode: S}, {Txn: 3, Mode: X}},
+		want:    [][]txnlock.TxnID{ids(1), ids(1), ids(2)},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := scan(tc.holders, tc.queue)
+			require.Equal(t, tc.want, got)
+			// The backward walk of a request that is not yet queued
+			// (NoWait, a timed-out waiter) agrees with the scan.
+			for i, r := range tc.queue {
+				require.Equal(t, got[i], of(tc.holders, tc.queue[:i], r), "request %d", i)
+			}
+		})
+	}
+}
+
+// of is Of by the backward walk, as a manager computes one request's list.
+func of(holders []Holder, ahead []Request, r Request) []txnlock.TxnID {
+	if !r.Upgrade {
+		if dst := Nearest(nil, slices.Backward(ahead), r.Txn, r.Mode); len(dst) > 0 {
+			return dst
+		}
+	}
+	return Holders(nil, holders, r.Txn, r.Mode)
+}
+
+// randomQueue makes a queue a manager can have: Shared holders with their
+// upgrades at the front and an Exclusive request first among the rest, or
+// one Exclusive holder; one request per transaction.
+func randomQueue(rng *rand.Rand) ([]Holder, []Request) {
+	var holders []Holder
+	var queue []Request
+	next := txnlock.TxnID(1)
+	if rng.IntN(2) == 0 {
+		holders = append(holders, Holder{next, X})
+		next++
+	} else {
+		for range 1 + rng.IntN(4) {
+			holders = append(holders, Holder{next, S})
+			if rng.IntN(4) == 0 {
+				queue = append(queue, Request{Txn: next, Mode: X, Upgrade: true})
+			}
+			next++
+		}
+		queue = append(queue, Request{Txn: next, Mode: X})
+		next++
+	}
+	for range rng.IntN(40) {
+		m := S
+		if rng.IntN(3) == 0 {
+			m = X
+		}
+		queue = append(queue, Request{Txn: next, Mode: m})
+		next++
+	}
+	return holders, queue
+}
+
+// TestReachable: everyone a request truly waits for (each conflicting
+// holder and each conflicting request queued ahead) is reachable from it
+// through the lists, and the lists of a queue add up to O(N).
+func TestReachable(t *testing.T) {
+	seed := rand.Uint64()
+	rng := rand.New(rand.NewPCG(seed, 0))
+	for round := range 500 {
+		holders, queue := randomQueue(rng)
+		lists := scan(holders, queue)
+		edges := map[txnlock.TxnID][]txnlock.TxnID{}
+		total := 0
+		for i, r := range queue {
+			edges[r.Txn] = lists[i]
+			if len(lists[i]) > 1 && !slices.Equal(lists[i], Holders(nil, holders, r.Txn, r.Mode)) {
+				total += len(lists[i])
+			}
+			require.Equal(t, lists[i], of(holders, queue[:i], r))
+		}
+		require.LessOrEqual(t, total, len(queue), "seed %d round %d: runs are listed once", seed, round)
+		for i, r := range queue {
+			reach := reachable(edges, r.Txn)
+			truly := Holders(nil, holders, r.Txn, r.Mode)
+			if !r.Upgrade {
+				for _, o := range queue[:i] {
+					if !o.Mode.Compatible(r.Mode) {
+						truly = append(truly, o.Txn)
+					}
+				}
+			}
+			for _, b := range truly {
+				require.True(t, reach[b], "seed %d round %d: %v in %v: %d unreachable; lists %v",
+					seed, round, r, fmt.Sprint(queue), b, lists)
+			}
+		}
+	}
+}
+
+func reachable(edges map[txnlock.TxnID][]txnlock.TxnID, from txnlock.TxnID) map[txnlock.TxnID]bool {
+	seen := map[txnlock.TxnID]bool{}
+	stack := []txnlock.TxnID{from}
+	for len(stack) > 0 {
+		t := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, b := range edges[t] {
+			if !seen[b] {
+				seen[b] = true
+				stack = append(stack, b)
+			}
+		}
+	}
+	return seen
+}
+
+// BenchmarkScan: a Scanner over a queue of N requests costs O(N).
+func BenchmarkScan(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			queue := make([]Request, n)
+			for i := range queue {
+				queue[i] = Request{Txn: txnlock.TxnID(i + 2), Mode: []txnlock.Mode{S, S, X}[i%3]}
+			}
+			holders := []Holder{{1, X}}
+			var dst []txnlock.TxnID
+			var buf []Request
+			for b.Loop() {
+				s := NewScanner(holders, buf)
+				dst = dst[:0]
+				for _, r := range queue {
+					dst = s.Next(dst, r)
+				}
+				buf = s.ahead
+			}
+		})
+	}
+}
