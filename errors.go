@@ -60,7 +60,7 @@ type LockError struct {
 	CF       ColumnFamily
 	Range    Range
 	Mode     Mode
-	Blockers []TxnID // for ErrLockTimeout: who held or queued ahead at the end
+	Blockers []TxnID // for ErrLockTimeout: whom it waited for at the end, as WaitStatus.Blockers
 	Err      error
 }
 

@@ -28,13 +28,33 @@ type LockStatus struct {
 
 // WaitStatus is one waiting request: who waits for which lock, blocked by
 // whom, since when.
+//
+// Blockers names whom the request waits for directly, sorted:
+//   - if no conflicting request of another transaction is queued ahead of
+//     it, the holders whose locks conflict with it;
+//   - otherwise the nearest conflicting requests ahead: for an Exclusive
+//     request the request directly ahead if it is Exclusive, or the whole
+//     run of Shared requests directly ahead; for a Shared request the
+//     nearest Exclusive request ahead;
+//   - for a range, which can overlap several holders and queues, also the
+//     conflicting holders that none of the listed requests itself waits
+//     for;
+//   - for an upgrade (Upgrade), the other holders only: an upgrade is
+//     queued ahead of every other request.
+//
+// Everyone a request truly waits for is reachable through Blockers,
+// transitively (each listed request has its own row), while a queue of N
+// requests lists O(N) entries in all. Listing every conflicting pair, as
+// InnoDB's data_lock_waits does, would be O(N²) on a hot key: a snapshot
+// of a queue must cost what it reports. A deadlock detector keeps its own
+// view and does not read Status.
 type WaitStatus struct {
 	Txn      TxnID
 	CF       ColumnFamily
 	Range    Range
 	Mode     Mode
 	Upgrade  bool    // the waiter holds the lock Shared and wants Exclusive
-	Blockers []TxnID // holders that conflict, then incompatible requests queued ahead
+	Blockers []TxnID // whom it waits for directly (see above)
 	Since    time.Time
 }
 

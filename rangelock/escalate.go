@@ -117,19 +117,9 @@ func (f *family) mayJoinLocked(txn txnlock.TxnID, left, right txnlock.Range) boo
 		}
 	}
 	// Nobody else may be waiting in the gap either.
-	var buf [1]txnlock.TxnID
 	probe := request{txn: txn, r: gap, mode: txnlock.Exclusive, stripe: wideStripe}
-	if len(queueBlockers(&f.wide, &probe, newRequest, 0, buf[:0])) > 0 {
+	if f.conflictAheadLocked(&probe, newRequest) {
 		return false
-	}
-	for i := range f.stripes {
-		f.stripes[i].ascendWaitingLocked(gap, func(kq *keyQueue) bool {
-			other = len(queueBlockers(&kq.q, &probe, newRequest, 0, buf[:0])) > 0
-			return !other
-		})
-		if other {
-			return false
-		}
 	}
 	return true
 }

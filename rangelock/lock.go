@@ -2,7 +2,6 @@ package rangelock
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/txnlock/txnlock"
@@ -129,13 +128,12 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 		f.escalate()
 	}
 
-	var buf [8]txnlock.TxnID
-	blockers := f.blockersLocked(q, newRequest, buf[:0])
-	if len(blockers) > 0 && q.mode == txnlock.Exclusive && f.coveredLocked(q, txnlock.Shared) {
+	blocked := f.blockedLocked(q)
+	if blocked && q.mode == txnlock.Exclusive && f.coveredLocked(q, txnlock.Shared) {
 		q.upgrade = true
-		blockers = f.blockersLocked(q, newRequest, blockers[:0])
+		blocked = f.blockedLocked(q)
 	}
-	if len(blockers) == 0 {
+	if !blocked {
 		f.acquireLocked(q)
 		if !q.upgrade || f.m.det == nil {
 			f.unlockReqLocks(q)
@@ -157,13 +155,18 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 	}
 	if timeout == txnlock.NoWait {
 		f.countersLocked(q).Timeouts++
-		report := slices.Clone(blockers) // a new variable: buf stays on the stack
+		var last *lockwait.Waiter
+		if q.point() {
+			if kq := f.stripes[q.stripe].queueFor(q.h, q.key); kq != nil {
+				last = kq.q.Back()
+			}
+		}
+		report := f.waitsForLocked(q, newRequest, last, nil)
 		f.unlockReqLocks(q)
 		return report, txnlock.ErrLockTimeout
 	}
-	w := f.enqueueLocked(q, blockers)
+	w := f.enqueueLocked(q)
 	f.unlockReqLocks(q)
-
 	err := w.lw.Wait(ctx, timeout, m.clock, m.det)
 	if err == nil {
 		// The granter unlinked w.lw before it signalled and touches it
@@ -194,9 +197,9 @@ func (f *family) acquireLocked(q *request) {
 
 // enqueueLocked queues q behind everything already waiting and tells the
 // detector what it waits for.
-func (f *family) enqueueLocked(q *request, blockers []txnlock.TxnID) *waiter {
+func (f *family) enqueueLocked(q *request) *waiter {
 	now := f.m.clock.Now()
-	w := &waiter{request: *q, blockers: slices.Clone(blockers)}
+	w := &waiter{request: *q}
 	w.r = q.r.Clone() // the caller may reuse its buffers once Lock returns
 	ref := txnlock.LockRef{CF: f.id, Range: w.r, Mode: q.mode}
 	w.lw = lockwait.New(q.txn, ref, now)
@@ -228,6 +231,10 @@ func (f *family) enqueueLocked(q *request, blockers []txnlock.TxnID) *waiter {
 		if w.shared {
 			w.lw.Resource = f.sharedResourceLocked(&f.stripes[w.stripe], w.kq)
 		} else {
+			// Its own resource, with every conflict as its blockers
+			// (seq: computed after w was linked, w is not ahead of
+			// itself).
+			w.blockers = f.blockersLocked(&w.request, w.seq, nil)
 			w.lw.Resource = det.NewResource()
 			det.SetBlockers(w.lw.Resource, w.blockers)
 		}
@@ -242,7 +249,14 @@ func (f *family) enqueueLocked(q *request, blockers []txnlock.TxnID) *waiter {
 func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 	var blockers []txnlock.TxnID
 	finish := func(c *lockwait.Counters) {
-		blockers = f.blockersLocked(&w.request, w.seq, nil)
+		if err == txnlock.ErrLockTimeout {
+			// Only a timeout reports whom it waited for.
+			var last *lockwait.Waiter
+			if w.point() {
+				last = w.lw.Prev()
+			}
+			blockers = f.waitsForLocked(&w.request, w.seq, last, nil)
+		}
 		c.EndWait(err, w.lw.Since, f.m.clock.Now())
 		if det := f.m.det; det != nil && !w.shared {
 			det.DropResource(w.lw.Resource) // Wait has unblocked w

@@ -5,8 +5,10 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/waitsfor"
 	"github.com/txnlock/txnlock/locktree"
 )
 
@@ -16,8 +18,10 @@ import (
 //
 // Held locks are reported as maximal ranges with one set of holders: where
 // shared ranges of different transactions overlap with different
-// endpoints, the overlap is its own entry. A waiter's blockers are
-// recomputed at the snapshot.
+// endpoints, the overlap is its own entry. Whom each waiter waits for
+// follows txnlock.WaitStatus.Blockers' rule. Under the stripe mutexes
+// Status only copies the locks and the waiters; merging, the blockers and
+// the sorting are built after they are released.
 func (m *Manager) Status() txnlock.Status {
 	var st txnlock.Status
 	if m.closed.Load() {
@@ -25,15 +29,188 @@ func (m *Manager) Status() txnlock.Status {
 	}
 	fams := slices.SortedFunc(maps.Values(*m.fams.Load()), func(a, b *family) int { return cmp.Compare(a.id, b.id) })
 	for _, f := range fams {
+		var snap familySnap
 		f.lockStripes()
-		if f.dead == nil {
-			st.Locks = append(st.Locks, f.heldLocked()...)
-			st.Waits = append(st.Waits, f.waitsLocked()...)
+		live := f.dead == nil
+		if live {
+			snap.copyLocked(f)
 		}
 		f.unlockStripes()
+		if live {
+			st.Locks = append(st.Locks, sweep(f.id, mergeHoldings(snap.held))...)
+			st.Waits = append(st.Waits, snap.waits(f.id)...)
+		}
 	}
 	st.Sort()
 	return st
+}
+
+// familySnap is a copy of a family's locks and waiters.
+type familySnap struct {
+	held    []holding
+	waiters []waitSnap // in seq order
+}
+
+type waitSnap struct {
+	req   waitsfor.Request
+	r     txnlock.Range
+	point bool // r is one key, queued on its key
+	since time.Time
+	seq   uint64
+}
+
+// copyLocked copies f's locks and active waiters. Every stripe is held.
+func (s *familySnap) copyLocked(f *family) {
+	f.stripes[0].tree.Ascend(func(l locktree.Lock) bool { // wide locks: one copy
+		s.held = append(s.held, holding{l.Owner, l.Range.Clone(), l.Mode})
+		return true
+	})
+	for i := range f.stripes {
+		f.stripes[i].points.All(func(_ uint64, pl *pointLock) bool {
+			r := txnlock.Point(bytes.Clone(pl.key()))
+			for i := range pl.nHolders() {
+				h := pl.holder(i)
+				s.held = append(s.held, holding{h.txn, r, h.mode})
+			}
+			return true
+		})
+	}
+	f.forEachWaiterLocked(func(w *waiter) {
+		if w.lw.Active() { // a failed waiter is leaving: it leaves no trace
+			// w.r is the waiter's own copy, never changed.
+			s.waiters = append(s.waiters, waitSnap{
+				req: waitsfor.Request{Txn: w.txn, Mode: w.mode, Upgrade: w.upgrade},
+				r:   w.r, point: w.point(), since: w.lw.Since, seq: w.seq,
+			})
+		}
+	})
+	slices.SortFunc(s.waiters, func(a, b waitSnap) int { return cmp.Compare(a.seq, b.seq) })
+}
+
+// waits builds the Status rows of the copied waiters. A point waiter's
+// queue is its key's point waiters and the wide waiters over the key, in
+// seq order, scanned once (waitsfor.Scanner); a wide waiter looks at every
+// overlapping waiter ahead of it. Where a wide request is on a waiter's
+// list, or the waiter is wide, the list also names the conflicting holders
+// that no listed request waits for itself: a range can overlap holders
+// that the requests ahead of it do not.
+func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
+	out := make([]txnlock.WaitStatus, len(s.waiters))
+	var wide []int
+	byKey := map[string][]int{}
+	for i, w := range s.waiters {
+		if w.point {
+			k := string(w.r.Start().Key())
+			byKey[k] = append(byKey[k], i)
+		} else {
+			wide = append(wide, i)
+		}
+	}
+	// The holders of each waiting key: its point locks, and the wide
+	// locks over it.
+	var wideHeld []holding
+	pointHeld := map[string][]holding{}
+	for _, h := range s.held {
+		if k, ok := h.r.PointKey(); ok {
+			if _, waited := byKey[string(k)]; waited {
+				pointHeld[string(k)] = append(pointHeld[string(k)], h)
+			}
+		} else {
+			wideHeld = append(wideHeld, h)
+		}
+	}
+	var ahead []waitsfor.Request
+	for k, idx := range byKey {
+		key := txnlock.Point([]byte(k))
+		held := pointHeld[k]
+		for _, h := range wideHeld {
+			if h.r.Overlaps(key) {
+				held = append(held, h)
+			}
+		}
+		sc := waitsfor.NewScanner(holdersOf(held), ahead)
+		wi := 0
+		var wideAhead []int // the wide waiters of the merged queue so far
+		for _, i := range idx {
+			for ; wi < len(wide) && wide[wi] < i; wi++ {
+				if o := s.waiters[wide[wi]]; o.r.Overlaps(key) {
+					sc.Push(o.req)
+					wideAhead = append(wideAhead, wide[wi])
+				}
+			}
+			w := s.waiters[i]
+			b := sc.Next(nil, w.req)
+			if len(wideAhead) > 0 {
+				b = s.unreachedHolders(b, w, held, wideAhead)
+			}
+			out[i] = s.row(cf, w, b)
+		}
+		ahead = sc.Ahead()
+	}
+	for _, i := range wide {
+		w := s.waiters[i]
+		ahead = ahead[:0]
+		var overlapping []int
+		lastX := -1
+		for j, o := range s.waiters[:i] {
+			if o.req.Txn != w.req.Txn && o.r.Overlaps(w.r) {
+				if o.req.Mode == txnlock.Exclusive {
+					lastX = len(ahead)
+				}
+				ahead = append(ahead, o.req)
+				overlapping = append(overlapping, j)
+			}
+		}
+		var held []holding
+		for _, h := range s.held {
+			if h.r.Overlaps(w.r) {
+				held = append(held, h)
+			}
+		}
+		b := waitsfor.Of(nil, holdersOf(held), ahead, lastX, w.req.Txn, w.req.Mode, w.req.Upgrade)
+		out[i] = s.row(cf, w, s.unreachedHolders(b, w, held, overlapping))
+	}
+	return out
+}
+
+func (s *familySnap) row(cf txnlock.ColumnFamily, w waitSnap, blockers []txnlock.TxnID) txnlock.WaitStatus {
+	return txnlock.WaitStatus{
+		Txn: w.req.Txn, CF: cf, Range: w.r, Mode: w.req.Mode, Upgrade: w.req.Upgrade,
+		Blockers: blockers, Since: w.since,
+	}
+}
+
+func holdersOf(held []holding) []waitsfor.Holder {
+	hs := make([]waitsfor.Holder, len(held))
+	for i, h := range held {
+		hs[i] = waitsfor.Holder{Txn: h.txn, Mode: h.mode}
+	}
+	return hs
+}
+
+// unreachedHolders adds to b, w's list, the holders among held (the locks
+// that overlap w) that conflict with w and with none of the listed
+// requests among cands (indexes of waiters ahead of w): w waits for them
+// and no listed request leads to them.
+func (s *familySnap) unreachedHolders(b []txnlock.TxnID, w waitSnap, held []holding, cands []int) []txnlock.TxnID {
+	n := len(b)
+	for _, h := range held {
+		if h.txn == w.req.Txn || h.mode.Compatible(w.req.Mode) || !h.r.Overlaps(w.r) || slices.Contains(b[:n], h.txn) {
+			continue
+		}
+		reached := false
+		for _, j := range cands {
+			o := s.waiters[j]
+			if slices.Contains(b[:n], o.req.Txn) && o.req.Txn != h.txn && !h.mode.Compatible(o.req.Mode) && h.r.Overlaps(o.r) {
+				reached = true
+				break
+			}
+		}
+		if !reached {
+			b = append(b, h.txn)
+		}
+	}
+	return sortUnique(b, 0)
 }
 
 // holding is what one transaction holds of one range, in one mode.
@@ -43,36 +220,22 @@ type holding struct {
 	mode txnlock.Mode
 }
 
-// heldLocked returns f's held locks, merged across stripes. Every stripe
-// is held.
-func (f *family) heldLocked() []txnlock.LockStatus {
+// mergeHoldings merges each transaction's holdings into maximal ranges:
+// its Exclusive ones, then its Shared ones outside them.
+func mergeHoldings(held []holding) []holding {
 	type txnHolds struct{ xs, ss []txnlock.Range }
 	byTxn := map[txnlock.TxnID]*txnHolds{}
-	add := func(txn txnlock.TxnID, r txnlock.Range, m txnlock.Mode) {
-		th := byTxn[txn]
+	for _, h := range held {
+		th := byTxn[h.txn]
 		if th == nil {
 			th = &txnHolds{}
-			byTxn[txn] = th
+			byTxn[h.txn] = th
 		}
-		if m == txnlock.Exclusive {
-			th.xs = append(th.xs, r)
+		if h.mode == txnlock.Exclusive {
+			th.xs = append(th.xs, h.r)
 		} else {
-			th.ss = append(th.ss, r)
+			th.ss = append(th.ss, h.r)
 		}
-	}
-	f.stripes[0].tree.Ascend(func(l locktree.Lock) bool { // wide locks: one copy
-		add(l.Owner, l.Range, l.Mode)
-		return true
-	})
-	for i := range f.stripes {
-		f.stripes[i].points.All(func(_ uint64, pl *pointLock) bool {
-			r := txnlock.Point(bytes.Clone(pl.key()))
-			for i := range pl.nHolders() {
-				h := pl.holder(i)
-				add(h.txn, r, h.mode)
-			}
-			return true
-		})
 	}
 	var hs []holding
 	for _, txn := range slices.Sorted(maps.Keys(byTxn)) {
@@ -87,7 +250,7 @@ func (f *family) heldLocked() []txnlock.LockStatus {
 			hs = append(hs, holding{txn, r, txnlock.Shared})
 		}
 	}
-	return sweep(f.id, hs)
+	return hs
 }
 
 // sweep cuts the holdings into maximal ranges with one set of holders.
@@ -159,27 +322,6 @@ func subtractRanges(rs, minus []txnlock.Range) []txnlock.Range {
 		}
 		if ok {
 			out = append(out, cur)
-		}
-	}
-	return out
-}
-
-// waitsLocked returns f's waiting requests in queue order. Every stripe is
-// held.
-func (f *family) waitsLocked() []txnlock.WaitStatus {
-	var ws []*waiter
-	f.forEachWaiterLocked(func(w *waiter) {
-		if w.lw.Active() {
-			ws = append(ws, w)
-		}
-	})
-	slices.SortFunc(ws, func(a, b *waiter) int { return cmp.Compare(a.seq, b.seq) })
-	out := make([]txnlock.WaitStatus, len(ws))
-	for i, w := range ws {
-		out[i] = txnlock.WaitStatus{
-			Txn: w.txn, CF: f.id, Range: w.r, Mode: w.mode, Upgrade: w.upgrade,
-			Blockers: f.blockersLocked(&w.request, w.seq, nil),
-			Since:    w.lw.Since,
 		}
 	}
 	return out

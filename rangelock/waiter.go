@@ -1,10 +1,12 @@
 package rangelock
 
 import (
+	"cmp"
 	"slices"
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/lockwait"
+	"github.com/txnlock/txnlock/internal/waitsfor"
 )
 
 // wideStripe is request.stripe for a wide request.
@@ -58,17 +60,39 @@ const newRequest = ^uint64(0)
 // overlapping locks, then, unless q is an upgrade, the transactions of the
 // still waiting, incompatible, overlapping requests queued ahead of it
 // (a transaction that is both is listed once, as a holder). Each part is
-// sorted by TxnID so that reports do not depend on stripes. The stripe of a
-// point request is held; every stripe for a wide request.
+// sorted by TxnID so that reports do not depend on stripes. This is the
+// detector's view of a waiter with a resource of its own (every conflict);
+// Status and error reports list the nearest ones (waitsForLocked). The
+// stripe of a point request is held; every stripe for a wide request.
 func (f *family) blockersLocked(q *request, seq uint64, dst []txnlock.TxnID) []txnlock.TxnID {
 	base := len(dst)
-	add := func(owner txnlock.TxnID) {
-		if !slices.Contains(dst[base:], owner) {
-			dst = append(dst, owner)
-		}
+	dst = f.holderConflictsLocked(q, dst)
+	if q.upgrade {
+		return dst
 	}
+	mid := len(dst)
+	f.aheadLocked(q, seq, func(w *waiter) {
+		if !q.mode.Compatible(w.mode) {
+			dst = append(dst, w.txn)
+		}
+	})
+	dst = sortUnique(dst, mid)
+	// A transaction that is both a holder and queued ahead is a holder.
+	queued := slices.DeleteFunc(dst[mid:], func(t txnlock.TxnID) bool {
+		_, held := slices.BinarySearch(dst[base:mid], t)
+		return held
+	})
+	return dst[:mid+len(queued)]
+}
+
+// holderConflictsLocked appends to dst, sorted and once each, the holders
+// other than q.txn of locks that overlap q and conflict with it. The stripe
+// of a point request is held; every stripe for a wide request.
+func (f *family) holderConflictsLocked(q *request, dst []txnlock.TxnID) []txnlock.TxnID {
+	base := len(dst)
+	add := func(owner txnlock.TxnID) { dst = append(dst, owner) }
 	addHeld := func(owner txnlock.TxnID, _ txnlock.Range, _ txnlock.Mode) bool {
-		add(owner)
+		dst = append(dst, owner)
 		return true
 	}
 	if q.point() {
@@ -90,47 +114,144 @@ func (f *family) blockersLocked(q *request, seq uint64, dst []txnlock.TxnID) []t
 			})
 		}
 	}
-	slices.Sort(dst[base:])
-	if q.upgrade {
-		return dst
-	}
-	mid := len(dst)
-	if q.point() {
-		if kq := f.stripes[q.stripe].queueFor(q.h, q.key); kq != nil {
-			dst = queueBlockers(&kq.q, q, seq, base, dst)
-		}
-		dst = queueBlockers(&f.wide, q, seq, base, dst)
-	} else {
-		dst = queueBlockers(&f.wide, q, seq, base, dst)
-		for i := range f.stripes {
-			f.stripes[i].ascendWaitingLocked(q.r, func(kq *keyQueue) bool {
-				dst = queueBlockers(&kq.q, q, seq, base, dst)
-				return true
-			})
-		}
-	}
-	slices.Sort(dst[mid:])
-	return dst
+	return sortUnique(dst, base)
 }
 
-// queueBlockers appends the transactions of the waiters of queue that are
-// ahead of seq, still waiting, of another transaction, overlapping q and
-// incompatible with it.
-// dst[base:] are the blockers found so far.
-func queueBlockers(queue *lockwait.Queue, q *request, seq uint64, base int, dst []txnlock.TxnID) []txnlock.TxnID {
+// aheadLocked calls fn for every active waiter of another transaction
+// queued ahead of seq that overlaps q: the waiters of q's key and the wide
+// waiters for a point request; every overlapping waiter for a wide one. The
+// order is by queue, then by seq.
+func (f *family) aheadLocked(q *request, seq uint64, fn func(w *waiter)) {
+	if q.point() {
+		if kq := f.stripes[q.stripe].queueFor(q.h, q.key); kq != nil {
+			eachAhead(&kq.q, q, seq, fn)
+		}
+		eachAhead(&f.wide, q, seq, fn)
+		return
+	}
+	eachAhead(&f.wide, q, seq, fn)
+	for i := range f.stripes {
+		f.stripes[i].ascendWaitingLocked(q.r, func(kq *keyQueue) bool {
+			eachAhead(&kq.q, q, seq, fn)
+			return true
+		})
+	}
+}
+
+// eachAhead calls fn for the waiters of queue that are ahead of seq, still
+// waiting, of another transaction and overlapping q.
+func eachAhead(queue *lockwait.Queue, q *request, seq uint64, fn func(w *waiter)) {
 	for lw := queue.Front(); lw != nil; lw = lw.Next() {
 		w := waiterOf(lw)
 		if w.seq >= seq {
-			break // queues are in seq order
+			return // queues are in seq order
 		}
-		if w.txn == q.txn || !lw.Active() || q.mode.Compatible(w.mode) || !w.r.Overlaps(q.r) {
-			continue
-		}
-		if !slices.Contains(dst[base:], w.txn) {
-			dst = append(dst, w.txn)
+		if w.txn != q.txn && lw.Active() && w.r.Overlaps(q.r) {
+			fn(w)
 		}
 	}
-	return dst
+}
+
+// conflictAheadLocked reports whether an active, incompatible request of
+// another transaction overlapping q is queued ahead of seq. For a point
+// request it stops at the first one, so a new request on a hot key pays
+// O(1), not a walk of its queue.
+func (f *family) conflictAheadLocked(q *request, seq uint64) bool {
+	found := false
+	check := func(queue *lockwait.Queue) {
+		for lw := queue.Front(); lw != nil && !found; lw = lw.Next() {
+			w := waiterOf(lw)
+			if w.seq >= seq {
+				return
+			}
+			found = w.txn != q.txn && lw.Active() && !q.mode.Compatible(w.mode) && w.r.Overlaps(q.r)
+		}
+	}
+	if q.point() {
+		if kq := f.stripes[q.stripe].queueFor(q.h, q.key); kq != nil {
+			check(&kq.q)
+		}
+		check(&f.wide)
+		return found
+	}
+	check(&f.wide)
+	for i := range f.stripes {
+		f.stripes[i].ascendWaitingLocked(q.r, func(kq *keyQueue) bool {
+			check(&kq.q)
+			return !found
+		})
+	}
+	return found
+}
+
+// blockedLocked reports whether q (a request not yet queued) must wait: a
+// conflicting holder, or, unless q is an upgrade, a conflicting request
+// queued ahead (FIFO).
+func (f *family) blockedLocked(q *request) bool {
+	if q.point() {
+		s := &f.stripes[q.stripe]
+		if s.pointGetLocked(q.h, q.key).hasConflictOrNil(q.txn, q.mode) ||
+			(s.tree.Len() > 0 && s.tree.HasConflict(q.txn, q.r, q.mode)) {
+			return true
+		}
+	} else if len(f.holderConflictsLocked(q, nil)) > 0 {
+		return true
+	}
+	return !q.upgrade && f.conflictAheadLocked(q, newRequest)
+}
+
+// waitsForLocked appends to dst whom q, at queue position seq, waits for,
+// by internal/waitsfor's rule (what Status and a timeout's error report):
+// its nearest conflicting requests ahead, else its conflicting holders.
+// last is the waiter directly ahead of q in its key's queue, for a point
+// request (nil: none): with no wide waiter in the family the walk goes
+// back from it to the nearest Exclusive request and no further, so a
+// timeout on a hot key does not walk its queue.
+func (f *family) waitsForLocked(q *request, seq uint64, last *lockwait.Waiter, dst []txnlock.TxnID) []txnlock.TxnID {
+	if !q.upgrade && q.point() && f.wide.Len() == 0 {
+		n := len(dst)
+		back := func(yield func(int, waitsfor.Request) bool) {
+			for i, lw := 0, last; lw != nil; lw = lw.Prev() {
+				if w := waiterOf(lw); lw.Active() && !yield(i, waitsfor.Request{Txn: w.txn, Mode: w.mode, Upgrade: w.upgrade}) {
+					return
+				}
+				i++
+			}
+		}
+		if dst = waitsfor.Nearest(dst, back, q.txn, q.mode); len(dst) > n {
+			return dst
+		}
+		return f.holderConflictsLocked(q, dst)
+	}
+	if !q.upgrade {
+		type queued struct {
+			seq uint64
+			req waitsfor.Request
+		}
+		var ahead []queued
+		f.aheadLocked(q, seq, func(w *waiter) {
+			ahead = append(ahead, queued{w.seq, waitsfor.Request{Txn: w.txn, Mode: w.mode, Upgrade: w.upgrade}})
+		})
+		// Several queues (a key's and the wide one): in seq order.
+		slices.SortFunc(ahead, func(a, b queued) int { return cmp.Compare(a.seq, b.seq) })
+		back := func(yield func(int, waitsfor.Request) bool) {
+			for i := len(ahead) - 1; i >= 0; i-- {
+				if !yield(i, ahead[i].req) {
+					return
+				}
+			}
+		}
+		n := len(dst)
+		if dst = waitsfor.Nearest(dst, back, q.txn, q.mode); len(dst) > n {
+			return dst
+		}
+	}
+	return f.holderConflictsLocked(q, dst)
+}
+
+func sortUnique(dst []txnlock.TxnID, base int) []txnlock.TxnID {
+	slices.Sort(dst[base:])
+	return append(dst[:base], slices.Compact(dst[base:])...)
 }
 
 // recheckLocked re-evaluates waiter w after something it overlaps was
