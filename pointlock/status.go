@@ -88,10 +88,13 @@ func (s *statusSnap) appendTo(st *txnlock.Status, cf txnlock.ColumnFamily) {
 			st.Locks = append(st.Locks, ls)
 		}
 		sc := waitsfor.NewScanner(holders, s.ahead)
+		var blockers []txnlock.TxnID // one array for the key's lists
 		for _, w := range waits {
+			n := len(blockers)
+			blockers = sc.Next(blockers, w.req)
 			st.Waits = append(st.Waits, txnlock.WaitStatus{
 				Txn: w.req.Txn, CF: cf, Range: r, Mode: w.req.Mode, Upgrade: w.req.Upgrade,
-				Blockers: sc.Next(nil, w.req),
+				Blockers: blockers[n:len(blockers):len(blockers)],
 				Since:    w.since,
 			})
 		}

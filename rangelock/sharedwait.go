@@ -99,27 +99,37 @@ func (f *family) refreshQueueLocked(s *stripe, kq *keyQueue) {
 // blocked by a conflicting holder or by an earlier, still queued,
 // incompatible waiter of another transaction (upgrades only by holders);
 // the scan keeps a summary of the earlier waiters instead of listing them
-// for each, and stops once two transactions wait Exclusive ahead (every
-// later waiter is blocked by one of them) unless waiters with resources of
-// their own need their blockers refreshed. s is held.
+// for each, and stops, unless waiters with resources of their own need
+// their blockers refreshed, as soon as no later waiter can be granted:
+// once two transactions wait Exclusive ahead, or at the first blocked
+// waiter while the key is held Exclusive (by a point or a wide lock). So a
+// waiter that leaves a long queue costs O(1), not a scan of the queue.
+// A closed family grants nothing. s is held.
 func (f *family) recheckQueueLocked(s *stripe, kq *keyQueue) {
+	if f.dead != nil {
+		return
+	}
+	xHeld := s.pointGetLocked(kq.h, kq.key).hasConflictOrNil(0, txnlock.Shared) ||
+		(s.tree.Len() > 0 && s.tree.HasConflict(0, txnlock.Point(kq.key), txnlock.Shared))
 	var ahead queueAhead
 	for lw := kq.q.Front(); lw != nil; {
 		next := lw.Next()
 		w := waiterOf(lw)
+		blocked := false
 		switch {
 		case !lw.Active():
-			// Failed: its goroutine unlinks it and re-checks.
 		case !w.shared:
 			if !f.recheckLocked(w) {
 				ahead.add(w.txn, w.mode)
+				blocked = true
 			}
 		case (!w.upgrade && ahead.blocks(w.txn, w.mode)) || s.holderConflictLocked(&w.request):
 			ahead.add(w.txn, w.mode)
+			blocked = true
 		default:
 			f.grantLocked(w) // false if it failed just now: not ahead either
 		}
-		if ahead.xMulti && kq.own == 0 {
+		if (ahead.xMulti || (blocked && xHeld)) && kq.own == 0 {
 			break
 		}
 		lw = next

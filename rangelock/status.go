@@ -129,6 +129,7 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 			}
 		}
 		sc := waitsfor.NewScanner(holdersOf(held), ahead)
+		var blockers []txnlock.TxnID // one array for the key's lists
 		wi := 0
 		var wideAhead []int // the wide waiters of the merged queue so far
 		for _, i := range idx {
@@ -139,7 +140,9 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 				}
 			}
 			w := s.waiters[i]
-			b := sc.Next(nil, w.req)
+			n := len(blockers)
+			blockers = sc.Next(blockers, w.req)
+			b := blockers[n:len(blockers):len(blockers)]
 			if len(wideAhead) > 0 {
 				b = s.unreachedHolders(b, w, held, wideAhead)
 			}
