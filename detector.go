@@ -59,6 +59,13 @@ type Detector interface {
 	// search hit a limit under the assume-deadlock policy), else nil. Other
 	// victims are failed through their Waiter.
 	Check(w Waiter) error
+	// Stamp returns the next value of one counter of the detector's. A
+	// manager takes a stamp for each wait inside the critical section that
+	// queues it and passes it in WaitEdge.Stamp: stamps then order waits
+	// as they were queued, whatever order their reports (Block) arrive in,
+	// so the detector knows which wait closed a cycle even when an earlier
+	// waiter's goroutine reports late.
+	Stamp() uint64
 	// DetectDelay is how long a wait lasts before its waiter reports it
 	// (Block) and, if Block asks, calls Check: a wait that ends sooner
 	// costs the detector nothing. 0: at once. Negative: Block at once,
@@ -98,4 +105,7 @@ type WaitEdge struct {
 	// fewest-locks victim policy and the reports.
 	LocksHeld int
 	Since     time.Time
+	// Stamp orders the wait among the detector's waits (Detector.Stamp),
+	// taken when the wait was queued; 0 if the manager took none.
+	Stamp uint64
 }

@@ -266,7 +266,7 @@ func allActive(cycle []*edge) bool {
 // It returns the index of the victim in cycle; the victim's edge is
 // recycled and must not be used after.
 func (c *core) breakCycle(cycle []*edge, requester *edge) (decision, int) {
-	vi := c.chooseVictim(cycle, requester)
+	vi := c.chooseVictim(cycle)
 	v := cycle[vi]
 	err := &txnlock.DeadlockError{Victim: v.txn, Cycle: entries(cycle), Time: c.opts.Clock.Now()}
 	if c.testingOnBreak != nil {
@@ -338,14 +338,15 @@ func backgroundPass(snap *graph, stack *[]frame, maxCycles int, resolve func([]*
 }
 
 // chooseVictim applies the victim policy; ties go to the youngest
-// transaction, then to the newest wait.
-func (c *core) chooseVictim(cycle []*edge, requester *edge) int {
-	closer := requester
-	if closer == nil {
-		for _, e := range cycle {
-			if closer == nil || e.seq > closer.seq {
-				closer = e
-			}
+// transaction, then to the newest wait. The wait that closed the cycle is
+// the newest one, by stamp: the request queued last, whichever member's
+// search found the cycle (an earlier waiter's report may arrive after
+// the closing request's own search, which then found nothing).
+func (c *core) chooseVictim(cycle []*edge) int {
+	var closer *edge
+	for _, e := range cycle {
+		if closer == nil || e.seq > closer.seq {
+			closer = e
 		}
 	}
 	prio := func(e *edge) int64 {

@@ -1,6 +1,7 @@
 package deadlock
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,8 @@ const passRestFactor = 10
 type Detector struct {
 	opts    Options
 	nextRes atomic.Uint64
+	stamps  atomic.Uint64 // Stamp's counter
+	closed  atomic.Bool   // Close was called
 	// dorm is the graph's dormant table: Block and Unblock of a wait that
 	// no search can reach take one of its slot mutexes, not mu.
 	dorm *dormant
@@ -92,11 +95,22 @@ func (d *Detector) NewResource() txnlock.ResourceID {
 	return txnlock.ResourceID(d.nextRes.Add(1))
 }
 
+// Stamp returns the next wait stamp (txnlock.Detector).
+func (d *Detector) Stamp() uint64 { return d.stamps.Add(1) }
+
 // Block records that e.Waiter waits for e.Resource, and reports whether
-// the wait needs a Check (txnlock.Detector).
+// the wait needs a Check (txnlock.Detector). A closed detector refuses the
+// wait: it fails the waiter with txnlock.ErrClosed.
 func (d *Detector) Block(e txnlock.WaitEdge) bool {
 	if d.opts.Mode == Off {
 		return false
+	}
+	if d.closed.Load() {
+		e.Waiter.Fail(txnlock.ErrClosed)
+		return false
+	}
+	if e.Stamp == 0 {
+		e.Stamp = d.Stamp()
 	}
 	if d.dorm.park(e) {
 		return false // its transaction blocks nothing: no search can reach it
@@ -218,10 +232,16 @@ func (d *Detector) History() []*txnlock.DeadlockError {
 	return d.mu.c.hist.list()
 }
 
-// Close stops the background goroutine and waits for it. The detector
-// keeps working on-block; a search deferred after Close is left to the
-// waiter's timeout. Calling Close again is harmless.
+// Close stops the background goroutine and waits for it. Waits already
+// in the graph are still searched on-block; a search deferred after Close
+// is left to the waiter's timeout. A wait reported after Close is refused:
+// its request fails with txnlock.ErrClosed. Close the managers that use a
+// detector before it. A second Close returns txnlock.ErrClosed, as every
+// Close in txnlock does.
 func (d *Detector) Close() error {
+	if d.closed.Swap(true) {
+		return fmt.Errorf("deadlock: close detector: %w", txnlock.ErrClosed)
+	}
 	d.closeOnce.Do(func() { close(d.stop) })
 	<-d.done
 	return nil

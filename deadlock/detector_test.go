@@ -98,11 +98,15 @@ func TestBackgroundGoroutinePeriodic(t *testing.T) {
 func TestCloseTwiceAndOff(t *testing.T) {
 	d, err := New(Options{})
 	require.NoError(t, err)
-	require.NoError(t, d.Close())
-	require.NoError(t, d.Close())
-	// After Close the detector still works on block.
 	_, w2 := twoCycle(d)
+	require.NoError(t, d.Close())
+	require.ErrorIs(t, d.Close(), txnlock.ErrClosed, "a second Close says so, as every Close in txnlock")
+	// After Close the waits already in the graph are still searched...
 	require.ErrorIs(t, d.Check(w2), txnlock.ErrDeadlock)
+	// ...and a new wait is refused: its waiter fails with ErrClosed.
+	w3 := newChanWaiter(3)
+	require.False(t, d.Block(txnlock.WaitEdge{Waiter: w3, Resource: d.NewResource()}))
+	require.ErrorIs(t, <-w3.failed, txnlock.ErrClosed)
 
 	off, err := New(Options{Mode: Off})
 	require.NoError(t, err)

@@ -89,9 +89,21 @@
 // that hash to it, and a wait is parked only while its slot counts none.
 // When SetBlockers makes a transaction a blocker, its parked waits that
 // are still active move into the graph, under the detector's mutex and
-// the slot's, so no search ever misses a wait it could reach. Such a
-// promoted wait counts as new (its seq is taken then): becoming a blocker
-// is what closes a cycle through it.
+// the slot's, so no search ever misses a wait it could reach. A promoted
+// wait keeps its stamp (below).
+//
+// # Which request closed a cycle
+//
+// Every wait carries a stamp (txnlock.Detector.Stamp) that its manager
+// takes inside the critical section that queues it, so stamps order waits
+// as the managers queued them. The request that closed a cycle is, in
+// terms a caller can observe, the member whose Lock call began waiting
+// last: the newest stamp of the cycle, whichever member's search found
+// the cycle. The two differ when a waiter's goroutine reports late: T1
+// and T2 are queued (Status shows them), T3's request closes T1 → T2 →
+// T3 → T1, but T1's report reaches the detector after T3's own search
+// (which then found no cycle); T1's search finds it, and VictimRequester
+// still fails T3.
 //
 // The victim's wait is removed from the graph at once, so no other search
 // breaks the same cycle twice; its goroutine's later Unblock is a no-op.

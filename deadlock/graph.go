@@ -19,8 +19,10 @@ type graph struct {
 	// (find), which seldom has more than one, so no map is keyed by
 	// waiter.
 	nWaits int
-	// seq numbers waits in the order they began (the newest wait of a
-	// cycle is the one that closed it).
+	// seq numbers the waits reported without a stamp (WaitEdge.Stamp; a
+	// Detector stamps every wait), in the order they were reported. A
+	// wait's seq is its stamp: the newest wait of a cycle is the one that
+	// closed it.
 	seq uint64
 	// epoch stamps the nodes one search has visited, so that a search
 	// needs no visited set of its own and no clearing.
@@ -184,7 +186,11 @@ func (g *graph) block(e txnlock.WaitEdge) *edge {
 			}
 		}
 	}
-	g.seq++
+	seq := e.Stamp
+	if seq == 0 {
+		g.seq++
+		seq = g.seq
+	}
 	ed := g.newEdge()
 	*ed = edge{
 		waiter:    e.Waiter,
@@ -194,7 +200,7 @@ func (g *graph) block(e txnlock.WaitEdge) *edge {
 		lock:      e.Lock,
 		locksHeld: e.LocksHeld,
 		since:     e.Since,
-		seq:       g.seq,
+		seq:       seq,
 	}
 	g.nWaits++
 	ed.res.waits++

@@ -66,8 +66,9 @@ type Victim uint8
 
 const (
 	// VictimRequester fails the transaction whose wait closed the cycle:
-	// the requester of an on-block search, and in a background pass the
-	// member with the newest wait.
+	// the member whose wait was queued last, by its stamp, whichever
+	// search found the cycle (see the package doc, "Which request closed
+	// a cycle").
 	VictimRequester Victim = iota
 	// VictimYoungest fails the youngest transaction: the lowest Priority
 	// if Options.Priority is set, then the highest TxnID.

@@ -142,6 +142,9 @@ func (d *fakeDetector) Check(w txnlock.Waiter) error {
 
 func (d *fakeDetector) DetectDelay() time.Duration { return 0 }
 
+// Stamp is not recorded: the fake orders nothing.
+func (d *fakeDetector) Stamp() uint64 { return 0 }
+
 // takeLog returns and clears the call log, with any problems found.
 func (d *fakeDetector) takeLog() string {
 	d.mu.Lock()

@@ -202,6 +202,7 @@ func (m *Manager) enqueueLocked(st *stripe, e *entry, req *txnlock.Request, upgr
 			m.det.SetBlockers(x.res, st.scratch)
 		}
 		w.Resource = x.res
+		w.Stamp = m.det.Stamp()
 	}
 	return w
 }

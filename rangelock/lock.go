@@ -239,6 +239,7 @@ func (f *family) enqueueLocked(q *request) *waiter {
 			det.SetBlockers(w.lw.Resource, w.blockers)
 		}
 		w.lw.LocksHeld = held // Wait reports the wait (Block)
+		w.lw.Stamp = det.Stamp()
 	}
 	return w
 }

@@ -35,6 +35,9 @@ type Waiter struct {
 	// goroutine may set it after queueing, before Wait, without the
 	// manager's lock: only Wait reads it.
 	LocksHeld int
+	// Stamp is the detector's stamp of the wait (txnlock.Detector.Stamp),
+	// taken where the waiter was queued.
+	Stamp uint64
 	// Ext is for the owning manager's own bookkeeping.
 	Ext any
 
@@ -79,7 +82,7 @@ func (w *Waiter) Release() {
 	}
 	// Field by field: a snapshot may read state (atomically) meanwhile.
 	w.txn, w.Lock, w.Upgrade, w.Since = 0, txnlock.LockRef{}, false, time.Time{}
-	w.Resource, w.LocksHeld, w.Ext, w.err = 0, 0, nil, nil
+	w.Resource, w.LocksHeld, w.Stamp, w.Ext, w.err = 0, 0, 0, nil, nil
 	w.state.Store(stateWaiting)
 	pool.Put(w)
 }
@@ -192,7 +195,7 @@ func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.
 // report tells det about the wait and, if check and Block asks for it,
 // runs the detector's Check, failing the wait if it must give up.
 func (w *Waiter) report(det txnlock.Detector, check bool) {
-	edge := txnlock.WaitEdge{Waiter: w, Resource: w.Resource, Lock: w.Lock, LocksHeld: w.LocksHeld, Since: w.Since}
+	edge := txnlock.WaitEdge{Waiter: w, Resource: w.Resource, Lock: w.Lock, LocksHeld: w.LocksHeld, Since: w.Since, Stamp: w.Stamp}
 	if det.Block(edge) && check {
 		if err := det.Check(w); err != nil {
 			w.Fail(err)
