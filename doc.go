@@ -36,9 +36,23 @@
 //
 // A request is first checked against the lock's holders and its queue. If it
 // is compatible with every holder and no incompatible request waits ahead of
-// it, it is granted at once. Otherwise it joins the lock's FIFO queue (an
-// upgrade from Shared to Exclusive goes ahead of the queue: it waits only for
-// the other holders) and the manager tells the Detector what it waits for. The
+// it, it is granted at once. Otherwise it joins the lock's FIFO queue and
+// the manager tells the Detector what it waits for.
+//
+// Waiting is first come, first served, with one exception: a request of a
+// transaction T never waits for a queued request that cannot be granted
+// before T releases something, one that conflicts with a lock T holds or
+// that is blocked by such a request, directly or through a chain of queued
+// requests (waiting for it would be a certain deadlock). T's request is
+// queued ahead of the requests it skips and still waits for every
+// conflicting holder and every other conflicting request ahead. An upgrade
+// from Shared to Exclusive is the common case: it waits only for the other
+// holders. Widening a held range past requests that wait for it is another
+// (rangelock applies the rule to its wide requests; a point request of a
+// range manager skips only as an upgrade). No one starves by the exception:
+// only a holder skips, and the requests it skips were waiting for it
+// anyway. Two Shared holders that both upgrade still deadlock, as they
+// must. The
 // detector may find a cycle and pick a victim; the waiter then sleeps until it
 // is granted, its context ends, its lock-wait timeout fires, or the detector
 // fails it. A waiter that gives up leaves no trace: it is removed from the

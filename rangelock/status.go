@@ -154,16 +154,29 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 		w := s.waiters[i]
 		ahead = ahead[:0]
 		var overlapping []int
-		lastX := -1
+		var queued []waitsfor.Queued
 		for j, o := range s.waiters[:i] {
 			if o.req.Txn != w.req.Txn && o.r.Overlaps(w.r) {
-				if o.req.Mode == txnlock.Exclusive {
-					lastX = len(ahead)
-				}
-				ahead = append(ahead, o.req)
 				overlapping = append(overlapping, j)
+				queued = append(queued, waitsfor.Queued{Txn: o.req.Txn, Mode: o.req.Mode, Range: o.r, WaitsForT: s.heldConflict(w.req.Txn, o)})
 			}
 		}
+		// The requests w skips are not ahead of it (waitsfor.Skipped).
+		skip := waitsfor.Skipped(queued)
+		lastX := -1
+		kept := overlapping[:0]
+		for k, j := range overlapping {
+			if skip[k] {
+				continue
+			}
+			o := s.waiters[j]
+			if o.req.Mode == txnlock.Exclusive {
+				lastX = len(ahead)
+			}
+			ahead = append(ahead, o.req)
+			kept = append(kept, j)
+		}
+		overlapping = kept
 		var held []holding
 		for _, h := range s.held {
 			if h.r.Overlaps(w.r) {
@@ -181,6 +194,16 @@ func (s *familySnap) row(cf txnlock.ColumnFamily, w waitSnap, blockers []txnlock
 		Txn: w.req.Txn, CF: cf, Range: w.r, Mode: w.req.Mode, Upgrade: w.req.Upgrade,
 		Blockers: blockers, Since: w.since,
 	}
+}
+
+// heldConflict reports whether waiter o conflicts with a lock txn holds.
+func (s *familySnap) heldConflict(txn txnlock.TxnID, o waitSnap) bool {
+	for _, h := range s.held {
+		if h.txn == txn && h.txn != o.req.Txn && !h.mode.Compatible(o.req.Mode) && h.r.Overlaps(o.r) {
+			return true
+		}
+	}
+	return false
 }
 
 func holdersOf(held []holding) []waitsfor.Holder {

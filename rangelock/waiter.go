@@ -71,8 +71,9 @@ func (f *family) blockersLocked(q *request, seq uint64, dst []txnlock.TxnID) []t
 		return dst
 	}
 	mid := len(dst)
+	skip := f.skippedLocked(q, seq)
 	f.aheadLocked(q, seq, func(w *waiter) {
-		if !q.mode.Compatible(w.mode) {
+		if !q.mode.Compatible(w.mode) && !skip[w] {
 			dst = append(dst, w.txn)
 		}
 	})
@@ -184,9 +185,43 @@ func (f *family) conflictAheadLocked(q *request, seq uint64) bool {
 	return found
 }
 
+// skippedLocked returns the waiters queued ahead of seq that q does not
+// wait for (waitsfor.Skipped: they cannot be granted before q's
+// transaction releases something), or nil. Only a wide request skips
+// here, over the waiters that overlap it: widening a held lock past
+// queued requests that wait for it is the case (an upgrade skips the
+// whole queue by the upgrade flag). A point request does not look for
+// such waiters, since that would take every stripe. Every stripe is held.
+func (f *family) skippedLocked(q *request, seq uint64) map[*waiter]bool {
+	if q.point() {
+		return nil
+	}
+	var ws []*waiter
+	f.aheadLocked(q, seq, func(w *waiter) { ws = append(ws, w) })
+	slices.SortFunc(ws, func(a, b *waiter) int { return cmp.Compare(a.seq, b.seq) })
+	queued := make([]waitsfor.Queued, len(ws))
+	any := false
+	for i, w := range ws {
+		var buf [8]txnlock.TxnID
+		_, waitsForT := slices.BinarySearch(f.holderConflictsLocked(&w.request, buf[:0]), q.txn)
+		queued[i] = waitsfor.Queued{Txn: w.txn, Mode: w.mode, Range: w.r, WaitsForT: waitsForT}
+		any = any || waitsForT
+	}
+	if !any {
+		return nil
+	}
+	skip := map[*waiter]bool{}
+	for i, s := range waitsfor.Skipped(queued) {
+		if s {
+			skip[ws[i]] = true
+		}
+	}
+	return skip
+}
+
 // blockedLocked reports whether q (a request not yet queued) must wait: a
 // conflicting holder, or, unless q is an upgrade, a conflicting request
-// queued ahead (FIFO).
+// queued ahead (FIFO) that it does not skip (skippedLocked).
 func (f *family) blockedLocked(q *request) bool {
 	if q.point() {
 		s := &f.stripes[q.stripe]
@@ -197,7 +232,18 @@ func (f *family) blockedLocked(q *request) bool {
 	} else if len(f.holderConflictsLocked(q, nil)) > 0 {
 		return true
 	}
-	return !q.upgrade && f.conflictAheadLocked(q, newRequest)
+	if q.upgrade || !f.conflictAheadLocked(q, newRequest) {
+		return false
+	}
+	skip := f.skippedLocked(q, newRequest)
+	if skip == nil {
+		return true
+	}
+	blocked := false
+	f.aheadLocked(q, newRequest, func(w *waiter) {
+		blocked = blocked || (!q.mode.Compatible(w.mode) && !skip[w])
+	})
+	return blocked
 }
 
 // waitsForLocked appends to dst whom q, at queue position seq, waits for,
@@ -229,8 +275,11 @@ func (f *family) waitsForLocked(q *request, seq uint64, last *lockwait.Waiter, d
 			req waitsfor.Request
 		}
 		var ahead []queued
+		skip := f.skippedLocked(q, seq)
 		f.aheadLocked(q, seq, func(w *waiter) {
-			ahead = append(ahead, queued{w.seq, waitsfor.Request{Txn: w.txn, Mode: w.mode, Upgrade: w.upgrade}})
+			if !skip[w] {
+				ahead = append(ahead, queued{w.seq, waitsfor.Request{Txn: w.txn, Mode: w.mode, Upgrade: w.upgrade}})
+			}
 		})
 		// Several queues (a key's and the wide one): in seq order.
 		slices.SortFunc(ahead, func(a, b queued) int { return cmp.Compare(a.seq, b.seq) })

@@ -143,3 +143,105 @@ func sortUnique(dst []txnlock.TxnID, base int) []txnlock.TxnID {
 	}
 	return dst
 }
+
+// Queued is a request queued ahead of a new request of some transaction
+// T, as Skipped sees it.
+type Queued struct {
+	Txn   txnlock.TxnID
+	Mode  txnlock.Mode
+	Range txnlock.Range
+	// WaitsForT reports that it conflicts with a lock T holds.
+	WaitsForT bool
+}
+
+// Skipped reports which of ahead (the requests queued ahead of a request
+// of T that overlap it or lead to one that does, in queue order) T's
+// request skips: a request of T never waits for a queued request that
+// cannot be granted before T releases something, since that would be a
+// certain deadlock. Those are the requests that conflict with a lock T
+// holds, and the requests blocked by such a request, directly or through
+// a chain of queued requests (an earlier, overlapping, incompatible request
+// of another transaction). T still waits for every conflicting holder and
+// every other conflicting request ahead, and its request is queued ahead
+// of the requests it skips. No one starves: only a holder skips, and the
+// requests it skips were waiting for it anyway. An upgrade, a holder's
+// Exclusive request on what it holds Shared, skips the whole queue by this
+// rule (every queued request conflicts with its Shared lock or is behind
+// one that does).
+//
+// It costs O(len(ahead)) for point requests, plus the pairs of a wide
+// request with the skipped requests ahead of it.
+func Skipped(ahead []Queued) []bool {
+	skip := make([]bool, len(ahead))
+	var keys map[string]*keyState
+	var wide, points []int // skipped wide and point requests so far
+	blocks := func(p, c Queued) bool {
+		return p.Txn != c.Txn && !p.Mode.Compatible(c.Mode) && p.Range.Overlaps(c.Range)
+	}
+	for i, c := range ahead {
+		key, isPoint := c.Range.PointKey()
+		s := c.WaitsForT
+		if !s && isPoint && keys != nil {
+			if k := keys[string(key)]; k != nil {
+				s = k.x.other(c.Txn) || (c.Mode == txnlock.Exclusive && k.any.other(c.Txn))
+			}
+		}
+		for _, p := range wide {
+			if s {
+				break
+			}
+			s = blocks(ahead[p], c)
+		}
+		if !isPoint {
+			for _, p := range points {
+				if s {
+					break
+				}
+				s = blocks(ahead[p], c)
+			}
+		}
+		if !s {
+			continue
+		}
+		skip[i] = true
+		if !isPoint {
+			wide = append(wide, i)
+			continue
+		}
+		points = append(points, i)
+		if keys == nil {
+			keys = map[string]*keyState{}
+		}
+		k := keys[string(key)]
+		if k == nil {
+			k = &keyState{}
+			keys[string(key)] = k
+		}
+		k.any.add(c.Txn)
+		if c.Mode == txnlock.Exclusive {
+			k.x.add(c.Txn)
+		}
+	}
+	return skip
+}
+
+// keyState is what Skipped remembers of the skipped requests on one key:
+// their transactions, in any mode and Exclusive.
+type keyState struct{ any, x txnSet }
+
+// txnSet is a set of transactions that knows its only member, if one.
+type txnSet struct {
+	one   txnlock.TxnID
+	multi bool
+}
+
+func (s *txnSet) add(t txnlock.TxnID) {
+	if s.one == 0 {
+		s.one = t
+	} else if s.one != t {
+		s.multi = true
+	}
+}
+
+// other reports whether the set has a member other than t.
+func (s *txnSet) other(t txnlock.TxnID) bool { return s.multi || (s.one != 0 && s.one != t) }

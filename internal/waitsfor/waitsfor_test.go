@@ -187,3 +187,65 @@ func BenchmarkScan(b *testing.B) {
 		})
 	}
 }
+
+func TestSkipped(t *testing.T) {
+	k, m := txnlock.Point([]byte("k")), txnlock.Point([]byte("m"))
+	km, _ := txnlock.RangeFromBounds(k.Start(), m.End())
+	for _, tc := range []struct {
+		name  string
+		ahead []Queued
+		want  []bool
+	}{{
+		name: "a request waiting for T, and the requests behind it on its key",
+		// T2 X on k waits for T's Shared k; T3 S behind it; T4 S on m is
+		// free of both.
+		ahead: []Queued{{Txn: 2, Mode: X, Range: k, WaitsForT: true}, {Txn: 3, Mode: S, Range: k}, {Txn: 4, Mode: S, Range: m}},
+		want:  []bool{true, true, false},
+	}, {
+		name: "through a wide request: T3's range is behind T2's, T4's behind T3's",
+		ahead: []Queued{{Txn: 2, Mode: X, Range: k, WaitsForT: true}, {Txn: 3, Mode: S, Range: km},
+			{Txn: 4, Mode: X, Range: m}, {Txn: 5, Mode: S, Range: m}},
+		want: []bool{true, true, true, true},
+	}, {
+		name:  "compatible requests behind a skipped one are not blocked by it",
+		ahead: []Queued{{Txn: 2, Mode: S, Range: k, WaitsForT: true}, {Txn: 3, Mode: S, Range: k}},
+		want:  []bool{true, false},
+	}, {
+		name:  "a transaction is not blocked by its own request",
+		ahead: []Queued{{Txn: 2, Mode: X, Range: k, WaitsForT: true}, {Txn: 2, Mode: X, Range: k}, {Txn: 3, Mode: S, Range: km}},
+		want:  []bool{true, false, true},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			require.Equal(t, tc.want, Skipped(tc.ahead))
+		})
+	}
+}
+
+// TestSkippedModel compares Skipped with its definition, pair by pair, on
+// random queues of points and ranges over a few keys.
+func TestSkippedModel(t *testing.T) {
+	seed := rand.Uint64()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	keys := []string{"a", "b", "c", "d"}
+	for round := range 3000 {
+		ahead := make([]Queued, rng.IntN(12))
+		for i := range ahead {
+			lo := rng.IntN(len(keys))
+			r := txnlock.Point([]byte(keys[lo]))
+			if rng.IntN(3) == 0 {
+				hi := lo + rng.IntN(len(keys)-lo)
+				r, _ = txnlock.RangeFromBounds(r.Start(), txnlock.Point([]byte(keys[hi])).End())
+			}
+			ahead[i] = Queued{Txn: txnlock.TxnID(2 + rng.IntN(5)), Mode: []txnlock.Mode{S, X}[rng.IntN(2)], Range: r, WaitsForT: rng.IntN(5) == 0}
+		}
+		want := make([]bool, len(ahead))
+		for i, c := range ahead {
+			want[i] = c.WaitsForT
+			for j := range i {
+				p := ahead[j]
+				want[i] = want[i] || (want[j] && p.Txn != c.Txn && !p.Mode.Compatible(c.Mode) && p.Range.Overlaps(c.Range))
+			}
+		}
+		require.Equal(t, want, Skipped(ahead), "seed %d round %d: %v", seed, round, ahead)
+	}
+}
