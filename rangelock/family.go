@@ -22,6 +22,8 @@ type family struct {
 	// with every stripe mutex held, so any one stripe mutex suffices to
 	// read it.
 	wide lockwait.Queue
+	// wideIdx indexes the waiters of wide by range; changed with wide.
+	wideIdx wideIndex
 	// The fields below are written with every stripe mutex held and read
 	// with any one.
 	wideCounters lockwait.Counters // waits of wide requests

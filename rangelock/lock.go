@@ -1,7 +1,9 @@
 package rangelock
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/txnlock/txnlock"
@@ -221,6 +223,7 @@ func (f *family) enqueueLocked(q *request) *waiter {
 	} else {
 		w.key = nil
 		f.wide.PushBack(w.lw)
+		f.wideIdx.insert(w)
 		f.wideCounters.BeginWait()
 		held = f.stripes[0].tree.TxnCount(q.txn)
 		for _, sp := range f.m.txns.pointsIn(q.txn, f) {
@@ -284,6 +287,7 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 	defer f.unlockStripes()
 	finish(&f.wideCounters)
 	f.wide.Remove(w.lw)
+	f.wideIdx.remove(w)
 	for i := range f.stripes {
 		f.recheckStripeLocked(&f.stripes[i], rs)
 	}
@@ -316,8 +320,13 @@ func (f *family) recheckStripeLocked(s *stripe, rs []txnlock.Range) {
 // wideOverlapsLocked reports whether a waiting wide request overlaps one
 // of rs. Any stripe is held.
 func (f *family) wideOverlapsLocked(rs []txnlock.Range) bool {
-	for lw := f.wide.Front(); lw != nil; lw = lw.Next() {
-		if lw.Active() && overlapsAny(waiterOf(lw).r, rs) {
+	found := false
+	for _, r := range rs {
+		f.wideIdx.overlapping(r, func(w *waiter) bool {
+			found = w.lw.Active()
+			return !found
+		})
+		if found {
 			return true
 		}
 	}
@@ -327,20 +336,18 @@ func (f *family) wideOverlapsLocked(rs []txnlock.Range) bool {
 // recheckWideLocked re-checks, in queue order, the wide waiters that
 // overlap one of rs. Every stripe is held.
 func (f *family) recheckWideLocked(rs []txnlock.Range) {
-	for lw := f.wide.Front(); lw != nil; {
-		next := lw.Next()
-		if w := waiterOf(lw); overlapsAny(w.r, rs) {
-			f.recheckLocked(w)
-		}
-		lw = next
+	if f.wide.Len() == 0 {
+		return
 	}
-}
-
-func overlapsAny(r txnlock.Range, rs []txnlock.Range) bool {
-	for _, o := range rs {
-		if r.Overlaps(o) {
+	var ws []*waiter
+	for _, r := range rs {
+		f.wideIdx.overlapping(r, func(w *waiter) bool {
+			ws = append(ws, w)
 			return true
-		}
+		})
 	}
-	return false
+	slices.SortFunc(ws, func(a, b *waiter) int { return cmp.Compare(a.seq, b.seq) })
+	for _, w := range slices.Compact(ws) {
+		f.recheckLocked(w) // a grant removes w from the index: ws is a copy
+	}
 }

@@ -25,12 +25,12 @@ import (
 // wideWaiterOverlapsLocked reports whether a wide waiter (any: active or
 // failed but not yet unlinked) overlaps r. Any stripe is held.
 func (f *family) wideWaiterOverlapsLocked(r txnlock.Range) bool {
-	for lw := f.wide.Front(); lw != nil; lw = lw.Next() {
-		if waiterOf(lw).r.Overlaps(r) {
-			return true
-		}
-	}
-	return false
+	found := false
+	f.wideIdx.overlapping(r, func(*waiter) bool {
+		found = true
+		return false
+	})
+	return found
 }
 
 // sharedResourceLocked returns kq's shared detector resource, creating it

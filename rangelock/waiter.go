@@ -71,12 +71,11 @@ func (f *family) blockersLocked(q *request, seq uint64, dst []txnlock.TxnID) []t
 		return dst
 	}
 	mid := len(dst)
-	skip := f.skippedLocked(q, seq)
-	f.aheadLocked(q, seq, func(w *waiter) {
-		if !q.mode.Compatible(w.mode) && !skip[w] {
+	for _, w := range f.queuedAheadLocked(q, seq) {
+		if !q.mode.Compatible(w.mode) {
 			dst = append(dst, w.txn)
 		}
-	})
+	}
 	dst = sortUnique(dst, mid)
 	// A transaction that is both a holder and queued ahead is a holder.
 	queued := slices.DeleteFunc(dst[mid:], func(t txnlock.TxnID) bool {
@@ -127,16 +126,32 @@ func (f *family) aheadLocked(q *request, seq uint64, fn func(w *waiter)) {
 		if kq := f.stripes[q.stripe].queueFor(q.h, q.key); kq != nil {
 			eachAhead(&kq.q, q, seq, fn)
 		}
-		eachAhead(&f.wide, q, seq, fn)
+	}
+	f.wideAheadLocked(q, seq, func(w *waiter) bool { fn(w); return true })
+	if q.point() {
 		return
 	}
-	eachAhead(&f.wide, q, seq, fn)
 	for i := range f.stripes {
 		f.stripes[i].ascendWaitingLocked(q.r, func(kq *keyQueue) bool {
 			eachAhead(&kq.q, q, seq, fn)
 			return true
 		})
 	}
+}
+
+// wideAheadLocked calls fn for every active wide waiter of another
+// transaction queued ahead of seq that overlaps q, until fn returns false.
+// Any stripe is held.
+func (f *family) wideAheadLocked(q *request, seq uint64, fn func(w *waiter) bool) {
+	if f.wide.Len() == 0 {
+		return
+	}
+	f.wideIdx.overlapping(q.r, func(w *waiter) bool {
+		if w.seq < seq && w.txn != q.txn && w.lw.Active() {
+			return fn(w)
+		}
+		return true
+	})
 }
 
 // eachAhead calls fn for the waiters of queue that are ahead of seq, still
@@ -168,14 +183,19 @@ func (f *family) conflictAheadLocked(q *request, seq uint64) bool {
 			found = w.txn != q.txn && lw.Active() && !q.mode.Compatible(w.mode) && w.r.Overlaps(q.r)
 		}
 	}
+	f.wideAheadLocked(q, seq, func(w *waiter) bool {
+		found = !q.mode.Compatible(w.mode)
+		return !found
+	})
+	if found {
+		return true
+	}
 	if q.point() {
 		if kq := f.stripes[q.stripe].queueFor(q.h, q.key); kq != nil {
 			check(&kq.q)
 		}
-		check(&f.wide)
 		return found
 	}
-	check(&f.wide)
 	for i := range f.stripes {
 		f.stripes[i].ascendWaitingLocked(q.r, func(kq *keyQueue) bool {
 			check(&kq.q)
@@ -185,38 +205,68 @@ func (f *family) conflictAheadLocked(q *request, seq uint64) bool {
 	return found
 }
 
-// skippedLocked returns the waiters queued ahead of seq that q does not
-// wait for (waitsfor.Skipped: they cannot be granted before q's
-// transaction releases something), or nil. Only a wide request skips
-// here, over the waiters that overlap it: widening a held lock past
-// queued requests that wait for it is the case (an upgrade skips the
-// whole queue by the upgrade flag). A point request does not look for
-// such waiters, since that would take every stripe. Every stripe is held.
-func (f *family) skippedLocked(q *request, seq uint64) map[*waiter]bool {
-	if q.point() {
-		return nil
-	}
+// queuedAheadLocked returns the waiters that aheadLocked visits (active,
+// of other transactions, overlapping q, queued ahead of seq), in queue
+// order, less those that q skips: a wide request never waits for a queued
+// request that cannot be granted before its transaction releases something
+// (waitsfor.Skipped; among the waiters that overlap it: widening a held
+// lock past queued requests that wait for it is the case). A point
+// request skips nothing here: an upgrade skips the whole queue by its
+// flag, and finding the wide waiters that wait for a point request's
+// transaction would take every stripe. q's lock(s) are held.
+func (f *family) queuedAheadLocked(q *request, seq uint64) []*waiter {
 	var ws []*waiter
-	f.aheadLocked(q, seq, func(w *waiter) { ws = append(ws, w) })
+	conflict := false
+	f.aheadLocked(q, seq, func(w *waiter) {
+		ws = append(ws, w)
+		conflict = conflict || !q.mode.Compatible(w.mode)
+	})
 	slices.SortFunc(ws, func(a, b *waiter) int { return cmp.Compare(a.seq, b.seq) })
+	if q.point() || !conflict {
+		return ws
+	}
+	held := f.m.txns.pointsIn(q.txn, f)
 	queued := make([]waitsfor.Queued, len(ws))
 	any := false
 	for i, w := range ws {
-		var buf [8]txnlock.TxnID
-		_, waitsForT := slices.BinarySearch(f.holderConflictsLocked(&w.request, buf[:0]), q.txn)
+		waitsForT := f.conflictsWithTxnLocked(w, q.txn, held)
 		queued[i] = waitsfor.Queued{Txn: w.txn, Mode: w.mode, Range: w.r, WaitsForT: waitsForT}
 		any = any || waitsForT
 	}
 	if !any {
-		return nil
+		return ws
 	}
-	skip := map[*waiter]bool{}
-	for i, s := range waitsfor.Skipped(queued) {
-		if s {
-			skip[ws[i]] = true
+	skip := waitsfor.Skipped(queued)
+	kept := ws[:0]
+	for i, w := range ws {
+		if !skip[i] {
+			kept = append(kept, w)
 		}
 	}
-	return skip
+	return kept
+}
+
+// conflictsWithTxnLocked reports whether waiter w conflicts with a lock
+// txn holds: one of its wide locks, or one of its points (held: its lists
+// of them). It looks at txn's own locks, not at every lock w overlaps.
+// Every stripe is held.
+func (f *family) conflictsWithTxnLocked(w *waiter, txn txnlock.TxnID, held []*stripePoints) bool {
+	found := false
+	if tree := f.stripes[0].tree; tree.Len() > 0 {
+		tree.Conflicts(w.txn, w.r, w.mode, func(owner txnlock.TxnID, _ txnlock.Range, _ txnlock.Mode) bool {
+			found = owner == txn
+			return !found
+		})
+	}
+	for _, sp := range held {
+		for _, pl := range sp.list.locks {
+			if found {
+				return true
+			}
+			found = w.r.Contains(pl.key()) && !pl.modeOf(txn).Compatible(w.mode)
+		}
+	}
+	return found
 }
 
 // blockedLocked reports whether q (a request not yet queued) must wait: a
@@ -235,15 +285,15 @@ func (f *family) blockedLocked(q *request) bool {
 	if q.upgrade || !f.conflictAheadLocked(q, newRequest) {
 		return false
 	}
-	skip := f.skippedLocked(q, newRequest)
-	if skip == nil {
+	if q.point() {
 		return true
 	}
-	blocked := false
-	f.aheadLocked(q, newRequest, func(w *waiter) {
-		blocked = blocked || (!q.mode.Compatible(w.mode) && !skip[w])
-	})
-	return blocked
+	for _, w := range f.queuedAheadLocked(q, newRequest) {
+		if !q.mode.Compatible(w.mode) {
+			return true
+		}
+	}
+	return false
 }
 
 // waitsForLocked appends to dst whom q, at queue position seq, waits for,
@@ -270,22 +320,11 @@ func (f *family) waitsForLocked(q *request, seq uint64, last *lockwait.Waiter, d
 		return f.holderConflictsLocked(q, dst)
 	}
 	if !q.upgrade {
-		type queued struct {
-			seq uint64
-			req waitsfor.Request
-		}
-		var ahead []queued
-		skip := f.skippedLocked(q, seq)
-		f.aheadLocked(q, seq, func(w *waiter) {
-			if !skip[w] {
-				ahead = append(ahead, queued{w.seq, waitsfor.Request{Txn: w.txn, Mode: w.mode, Upgrade: w.upgrade}})
-			}
-		})
-		// Several queues (a key's and the wide one): in seq order.
-		slices.SortFunc(ahead, func(a, b queued) int { return cmp.Compare(a.seq, b.seq) })
+		ahead := f.queuedAheadLocked(q, seq)
 		back := func(yield func(int, waitsfor.Request) bool) {
 			for i := len(ahead) - 1; i >= 0; i-- {
-				if !yield(i, ahead[i].req) {
+				w := ahead[i]
+				if !yield(i, waitsfor.Request{Txn: w.txn, Mode: w.mode, Upgrade: w.upgrade}) {
 					return
 				}
 			}
@@ -368,10 +407,13 @@ func (f *family) refreshAfterUpgradeLocked(q *request, kq *keyQueue) {
 			return true
 		})
 	}
-	for lw := f.wide.Front(); lw != nil; lw = lw.Next() {
-		if w := waiterOf(lw); w.r.Overlaps(q.r) {
-			f.refreshLocked(w)
-		}
+	var ws []*waiter
+	f.wideIdx.overlapping(q.r, func(w *waiter) bool {
+		ws = append(ws, w)
+		return true
+	})
+	for _, w := range ws {
+		f.refreshLocked(w)
 	}
 }
 
@@ -406,8 +448,14 @@ func (f *family) grantLocked(w *waiter) bool {
 	}
 	next := lw.Next()
 	q.Remove(lw)
+	if !w.point() {
+		f.wideIdx.remove(w)
+	}
 	if !lw.Grant() {
 		q.InsertBefore(lw, next)
+		if !w.point() {
+			f.wideIdx.insert(w)
+		}
 		return false
 	}
 	now := f.m.clock.Now()
