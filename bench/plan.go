@@ -190,6 +190,11 @@ type Cell struct {
 	Timeouts    uint64  `json:"timeouts"`  // summed over the runs
 	LocksPerTxn float64 `json:"locks_per_txn"`
 	VerifyOK    bool    `json:"verify_ok"` // every run's table check passed
+
+	// Ratio compares the cell's QPS with the baseline kind's (the first
+	// listed) at the same thread count, pair by pair; nil for the
+	// baseline itself and without a complete pair.
+	Ratio *Ratio `json:"ratio,omitempty"`
 }
 
 // Summarize groups runs into cells, ordered by threads, then by lock kind
@@ -236,6 +241,9 @@ func Summarize(runs []*RunResult, locks []LockKind, threads []int) []Cell {
 			c.LatP95 = p95 / time.Duration(c.Runs)
 			if c.TPS > 0 {
 				c.SpreadPct = 100 * (c.TPSMax - c.TPSMin) / c.TPS
+			}
+			if r, ok := pairedRatio(runs, locks, t, l); ok && l != locks[0] {
+				c.Ratio = &r
 			}
 			cells = append(cells, c)
 		}
