@@ -60,8 +60,10 @@ func Example() {
 func ExampleOptions_onDeadlock() {
 	reports := make(chan string, 1)
 	det, err := deadlock.New(deadlock.Options{
-		Victim:     deadlock.VictimRequester,
-		OnDeadlock: func(d *txnlock.DeadlockError) { reports <- fmt.Sprint("victim ", d.Victim, ", cycle of ", len(d.Cycle)) },
+		Victim: deadlock.VictimRequester,
+		OnDeadlock: func(d *txnlock.DeadlockError) {
+			reports <- fmt.Sprint("victim ", d.Victim, ", cycle of ", len(d.Cycle))
+		},
 	})
 	if err != nil {
 		panic(err)

@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"flag"
 	"encoding/csv"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
