@@ -23,7 +23,7 @@
 //	  ▼
 //	time up / --events reached ─▶ threads finish their event ─▶ Verify ─▶ RunResult
 //	  ▼
-//	Summarize: one Cell per (lock, threads): mean and spread of the runs
+//	summarize: one Cell per (lock, threads): mean, spread, ratio to the baseline
 //	  ▼
 //	WriteComparison / WriteCSV / WriteJSON (lockbench draws the plot)
 //

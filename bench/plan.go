@@ -42,13 +42,13 @@ type Observer interface {
 	RunDone(r *RunResult)
 }
 
-// PairedRatios returns, for each complete mirrored block of the runs at
+// pairedRatios returns, for each complete mirrored block of the runs at
 // threads (in run order, len(locks) kinds forward then backward), the mean
 // QPS of lock in the block divided by the mean QPS of locks[0] in the
 // same block. Runs of one block are adjacent in time, so a machine whose
 // speed wanders over minutes moves both sides of each ratio together; the
 // median of the blocks' ratios is the comparison least moved by it.
-func PairedRatios(runs []*RunResult, locks []LockKind, threads int, lock LockKind) []float64 {
+func pairedRatios(runs []*RunResult, locks []LockKind, threads int, lock LockKind) []float64 {
 	var at []*RunResult
 	for _, r := range runs {
 		if r.Threads == threads {
@@ -139,7 +139,7 @@ func RunPlan(ctx context.Context, open Opener, opts Options, obs Observer, inter
 			r, err := Run(ctx, open, spec)
 			if err != nil {
 				// Keep what finished, for a partial report.
-				res.Cells = Summarize(res.Runs, opts.Locks, opts.Threads)
+				res.Cells = summarize(res.Runs, opts.Locks, opts.Threads)
 				return res, err
 			}
 			r.Seq = seq
@@ -149,7 +149,7 @@ func RunPlan(ctx context.Context, open Opener, opts Options, obs Observer, inter
 			}
 		}
 	}
-	res.Cells = Summarize(res.Runs, opts.Locks, opts.Threads)
+	res.Cells = summarize(res.Runs, opts.Locks, opts.Threads)
 	return res, nil
 }
 
@@ -197,9 +197,9 @@ type Cell struct {
 	Ratio *Ratio `json:"ratio,omitempty"`
 }
 
-// Summarize groups runs into cells, ordered by threads, then by lock kind
+// summarize groups runs into cells, ordered by threads, then by lock kind
 // as listed.
-func Summarize(runs []*RunResult, locks []LockKind, threads []int) []Cell {
+func summarize(runs []*RunResult, locks []LockKind, threads []int) []Cell {
 	var cells []Cell
 	for _, t := range threads {
 		for _, l := range locks {

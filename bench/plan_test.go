@@ -96,7 +96,7 @@ func testResult() *Result {
 	for i, r := range runs {
 		r.Seq = i + 1
 	}
-	return &Result{Options: opts, Runs: runs, Cells: Summarize(runs, opts.Locks, opts.Threads), DriverOverhead: 800 * time.Nanosecond}
+	return &Result{Options: opts, Runs: runs, Cells: summarize(runs, opts.Locks, opts.Threads), DriverOverhead: 800 * time.Nanosecond}
 }
 
 func TestSummarize(t *testing.T) {
@@ -155,13 +155,13 @@ func TestPairedRatios(t *testing.T) {
 			runs = append(runs, &RunResult{Lock: l, Threads: 4, Seq: seq, Elapsed: time.Second, Txns: uint64(qps / 6), Other: uint64(qps/6) * 2, Writes: uint64(qps/6) * 4})
 		}
 	}
-	rs := PairedRatios(runs, locks, 4, LockRange)
+	rs := pairedRatios(runs, locks, 4, LockRange)
 	require.Len(t, rs, 3)
 	assert.InDelta(t, 0.9, rs[0], 0.01)
 	assert.InDelta(t, 0.45, rs[1], 0.01)
 	assert.InDelta(t, 0.9, median(rs), 0.01, "the median ignores the one odd pair")
-	assert.Empty(t, PairedRatios(runs[:3], locks, 4, LockRange), "an incomplete pair counts for nothing")
-	assert.Empty(t, PairedRatios(runs, locks, 8, LockRange))
+	assert.Empty(t, pairedRatios(runs[:3], locks, 4, LockRange), "an incomplete pair counts for nothing")
+	assert.Empty(t, pairedRatios(runs, locks, 8, LockRange))
 }
 
 func TestWriteRunReport(t *testing.T) {
@@ -261,12 +261,12 @@ func TestVerifyLines(t *testing.T) {
 	none := runAt(LockNone, 1, 1000, time.Millisecond)
 	none.Verify = bad
 	res.Runs = append(res.Runs, none)
-	res.Cells = Summarize(res.Runs, res.Options.Locks, res.Options.Threads)
+	res.Cells = summarize(res.Runs, res.Options.Locks, res.Options.Threads)
 	var buf bytes.Buffer
 	writeErrors(&buf, res)
 	assert.Equal(t, "ignored errors: 9 deadlocks, 18 lock wait timeouts; table checks: all ok (lock none: 1 cell(s) inconsistent, as expected without locks)\n", buf.String())
 	res.Runs[0].Verify = bad
-	res.Cells = Summarize(res.Runs, res.Options.Locks, res.Options.Threads)
+	res.Cells = summarize(res.Runs, res.Options.Locks, res.Options.Threads)
 	buf.Reset()
 	writeErrors(&buf, res)
 	assert.Contains(t, buf.String(), "1 cell(s) FAILED")

@@ -36,7 +36,7 @@ func (res *Result) PairedRatio(lock LockKind, threads int) (Ratio, bool) {
 
 // pairedRatio is lock's Ratio to locks[0] at threads over runs.
 func pairedRatio(runs []*RunResult, locks []LockKind, threads int, lock LockKind) (Ratio, bool) {
-	rs := PairedRatios(runs, locks, threads, lock)
+	rs := pairedRatios(runs, locks, threads, lock)
 	if len(rs) == 0 {
 		return Ratio{}, false
 	}

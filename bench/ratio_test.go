@@ -80,7 +80,7 @@ func TestPairedRatio(t *testing.T) {
 func TestWriteCostsWithoutOneThread(t *testing.T) {
 	res := testResult()
 	res.Options.Threads = []int{100}
-	res.Cells = Summarize(res.Runs[4:], res.Options.Locks, res.Options.Threads)
+	res.Cells = summarize(res.Runs[4:], res.Options.Locks, res.Options.Threads)
 	var buf bytes.Buffer
 	writeCosts(&buf, res)
 	assert.Equal(t, "driver's own time per transaction (1 thread, no table): 0.80 µs\n", buf.String())

@@ -122,6 +122,6 @@ func parseRuns(t *testing.T, d *datadriven.TestData) *Result {
 		r.ExecAvg = 1
 		res.Runs = append(res.Runs, r)
 	}
-	res.Cells = Summarize(res.Runs, opts.Locks, opts.Threads)
+	res.Cells = summarize(res.Runs, opts.Locks, opts.Threads)
 	return res
 }

@@ -464,6 +464,19 @@ func TestBinaryExitCodes(t *testing.T) {
 		}
 		assert.Equal(t, tc.code, code, "%v: %s", tc.args, out)
 	}
+
+	// Ctrl-C: the binary says it was interrupted and exits 130.
+	cmd := exec.Command(bin, "run", "--lock", "point", "--threads", "1", "--time", "30", "--table-size", "100", "--per-run", "none", "--driver-overhead", "0")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	time.Sleep(time.Second)
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	var ee *exec.ExitError
+	require.ErrorAs(t, cmd.Wait(), &ee)
+	assert.Equal(t, exitInterrupted, ee.ExitCode(), stderr.String())
+	assert.Contains(t, stderr.String(), "lockbench: interrupted after 0 of 2 runs")
+	assert.Contains(t, stdout.String(), "interrupted after 0 of 2 runs; the runs that finished:")
 }
 
 // TestRunInterrupted: an interrupt prints the runs that finished, in

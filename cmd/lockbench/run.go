@@ -113,8 +113,12 @@ func execRun(ctx context.Context, o bench.Options, f runFlags, stdout, stderr io
 			fmt.Fprintf(stdout, "\ninterrupted after %d of %d runs; the runs that finished:\n", len(res.Runs), runs)
 		}
 	} else if f.overhead > 0 {
-		if res.DriverOverhead, err = bench.MeasureDriverOverhead(ctx, o.Workload, o.TableSize, f.overhead); err != nil {
+		res.DriverOverhead, err = bench.MeasureDriverOverhead(ctx, o.Workload, o.TableSize, f.overhead)
+		if err != nil && ctx.Err() == nil {
 			return err
+		}
+		if interrupted = err != nil; interrupted {
+			fmt.Fprintf(stderr, "lockbench: interrupted after all %d runs, while measuring the driver's own cost\n", runs)
 		}
 	}
 	if err := writeResult(stdout, res, f); err != nil {
