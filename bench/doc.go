@@ -44,7 +44,7 @@
 // median of those ratios with an order-statistics interval (the k-th
 // smallest to the k-th largest, which holds the median with a known
 // probability), and WriteComparison says in words which rows' intervals
-// are wider than the difference they measure.
+// reach past 1, wider than the difference they measure.
 //
 // # Slap
 //

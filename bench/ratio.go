@@ -51,11 +51,12 @@ func pairedRatio(runs []*RunResult, locks []LockKind, threads int, lock LockKind
 	return r, true
 }
 
-// Resolved reports whether the interval is narrower than the difference
-// it measures (|Median - 1|): only then does the row say which kind is
-// faster. A single pair resolves nothing.
+// Resolved reports whether the interval lies wholly on one side of 1, so
+// that the run tells which kind is faster. An interval that reaches past 1
+// is wider, on that side, than the difference it measures (|Median - 1|).
+// A single pair resolves nothing.
 func (r Ratio) Resolved() bool {
-	return r.Pairs > 1 && r.Hi-r.Lo < math.Abs(r.Median-1)
+	return r.Pairs > 1 && (r.Lo > 1 || r.Hi < 1)
 }
 
 // String renders the ratio as a percentage with its interval:

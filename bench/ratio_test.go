@@ -49,7 +49,7 @@ func pairedRuns(threads int, ratios ...float64) []*RunResult {
 }
 
 // TestPairedRatio: the median of the pairs with the interval of its order
-// statistics; resolved only when narrower than the difference.
+// statistics; resolved only when the interval lies on one side of 1.
 func TestPairedRatio(t *testing.T) {
 	res := &Result{Options: Options{Locks: []LockKind{LockPoint, LockRange}, Threads: []int{4}}}
 	res.Runs = pairedRuns(4, 0.80, 0.84, 0.79, 0.82, 0.81)
@@ -65,7 +65,11 @@ func TestPairedRatio(t *testing.T) {
 
 	res.Runs = pairedRuns(4, 0.97, 1.05, 0.99, 1.01, 0.98)
 	r, _ = res.PairedRatio(LockRange, 4)
-	assert.False(t, r.Resolved(), "an 8-point interval around a 1-point difference")
+	assert.False(t, r.Resolved(), "an interval across 1 around a 1-point difference")
+
+	res.Runs = pairedRuns(4, 0.80, 0.90, 0.93, 0.95, 0.97)
+	r, _ = res.PairedRatio(LockRange, 4)
+	assert.True(t, r.Resolved(), "wide, but wholly below 1")
 
 	res.Runs = pairedRuns(4, 0.5)
 	r, _ = res.PairedRatio(LockRange, 4)

@@ -142,8 +142,8 @@ func WriteComparison(w io.Writer, res *Result) {
 			fmt.Fprintf(tw, "%s\t", r)
 			conf = max(conf, r.Confidence)
 			if r.Pairs > 1 && !r.Resolved() {
-				notes = append(notes, fmt.Sprintf("at %d threads %s/%s = %s: the interval (%.1f points wide) is wider than the %.1f-point difference it measures, so this run does not tell %s from %s there",
-					t, l, locks[0], r, 100*(r.Hi-r.Lo), 100*math.Abs(r.Median-1), l, locks[0]))
+				notes = append(notes, fmt.Sprintf("at %s %s/%s = %s: the interval reaches past 100, wider than the %.1f-point difference it measures, so this run does not tell %s from %s there",
+					threadsWord(t), l, locks[0], r, 100*math.Abs(r.Median-1), l, locks[0]))
 			}
 		}
 		if cells == 0 {
@@ -162,6 +162,14 @@ func WriteComparison(w io.Writer, res *Result) {
 	writeCosts(w, res)
 }
 
+// threadsWord is "1 thread" or "n threads".
+func threadsWord(n int) string {
+	if n == 1 {
+		return "1 thread"
+	}
+	return fmt.Sprintf("%d threads", n)
+}
+
 // ratioHeader heads the column of l's ratio to the baseline.
 func ratioHeader(l, base LockKind) string { return fmt.Sprintf("%s/%s %%", l, base) }
 
@@ -175,7 +183,7 @@ func writeRatioLegend(w io.Writer, o Options, conf float64, notes []string) {
 	}
 	fmt.Fprintf(w, "; in parentheses the interval that holds the median with %.0f%% confidence (order statistics of the pairs' ratios)\n", 100*conf)
 	if len(notes) == 0 {
-		fmt.Fprintf(w, "every row's interval is narrower than the difference it measures\n")
+		fmt.Fprintf(w, "every row's interval lies on one side of 100: each row tells which kind is faster\n")
 		return
 	}
 	for _, n := range notes {
