@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// benchThreads is the seed's thread ramp.
+// benchThreads is the thread ramp of MyRocks' published comparison.
 var benchThreads = []int{1, 2, 4, 8, 16, 32, 64, 100}
 
 // benchWorkload runs b.N transactions of w over N threads on a fresh
@@ -55,7 +55,7 @@ func runBench(b *testing.B, open Opener, w Workload, lock LockKind, threads int)
 	}
 }
 
-// BenchmarkOLTPWriteOnly: sysbench oltp_write_only, the seed's main table.
+// BenchmarkOLTPWriteOnly: sysbench oltp_write_only, lockbench's main comparison.
 // lock=point-sk sends range's requests to the point manager: against
 // lock=range it compares the managers on equal requests.
 func BenchmarkOLTPWriteOnly(b *testing.B) {

@@ -1,8 +1,8 @@
 // Package bench is lockbench's engine: sysbench's OLTP workloads and a
 // mysqlslap analog run against sysbench's sbtest table (bench/sbtest, on
 // Pebble) to compare txnlock's lock managers, with reports people can
-// read: sysbench's per-run report, the seed's point-vs-range comparison
-// table, CSV, JSON and a plot.
+// read: sysbench's per-run report, the point-vs-range comparison table
+// with each ratio's interval, CSV and JSON.
 //
 // # The life of a run
 //
@@ -23,9 +23,9 @@
 //	  ▼
 //	time up / --events reached ─▶ threads finish their event ─▶ Verify ─▶ RunResult
 //	  ▼
-//	Summarize: one Cell per (lock, threads): mean and spread of the runs
+//	summarize: one Cell per (lock, threads): mean, spread, ratio to the baseline
 //	  ▼
-//	WriteComparison / WriteCSV / WriteJSON / WritePlot
+//	WriteComparison / WriteCSV / WriteJSON (lockbench draws the plot)
 //
 // The driver talks to the table through the small DB and Tx interfaces
 // (table.go), so that its accounting is tested against fakes and its own
@@ -33,16 +33,18 @@
 //
 // # Why mirrored pairs
 //
-// The shared 2-core machine drifts by 20-40% over minutes. Running the
-// lock kinds back to back in mirrored order (point, range, range, point,
-// then range, point, point, range: every second pair starts from the
-// other end, so that no kind always runs in the middle of a pair), each
-// on a fresh table, puts every kind's mean at the same moment of the
-// drift; the spread of a cell, (max-min)/mean of its runs, says how much
-// to trust it. The drift also comes in phases of tens of seconds, which
-// mirroring cannot cancel, so WriteComparison also prints, per kind, the
-// median over mirrored pairs of each pair's own ratio (PairedRatios): with
-// many short pairs it moves least with the machine.
+// A shared machine drifts, over minutes and in phases of tens of seconds.
+// Running the lock kinds back to back in mirrored order (point, range,
+// range, point, then range, point, point, range: every second pair starts
+// from the other end, so that no kind always runs in the middle of a
+// pair), each on a fresh table, puts every kind's mean at the same moment
+// of the drift; the spread of a cell, (max-min)/mean of its runs, says how
+// much its runs agree. Each pair also gives its own ratio of a kind's QPS
+// to the baseline's, its runs being adjacent in time: Cell.Ratio is the
+// median of those ratios with an order-statistics interval (the k-th
+// smallest to the k-th largest, which holds the median with a known
+// probability), and WriteComparison says in words which rows' intervals
+// reach past 1, wider than the difference they measure.
 //
 // # Slap
 //

@@ -12,10 +12,12 @@ import (
 var CSVHeader = []string{
 	"workload", "lock", "threads", "runs", "tps", "qps", "lat_avg_ms", "lat_p95_ms", "lat_max_ms",
 	"deadlocks", "timeouts", "locks_per_txn", "spread_pct", "verify_ok",
+	"ratio_pct", "ratio_lo_pct", "ratio_hi_pct", "ratio_confidence_pct", "ratio_pairs",
 }
 
 // WriteCSV prints one header line, then one row per cell (lock kind,
-// thread count), and nothing else.
+// thread count), and nothing else. The ratio columns (Cell.Ratio, in %)
+// are empty for the baseline kind, and the interval's with one pair.
 func WriteCSV(w io.Writer, cells []Cell) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(CSVHeader); err != nil {
@@ -28,6 +30,14 @@ func WriteCSV(w io.Writer, cells []Cell) error {
 			f(c.TPS, 2), f(c.QPS, 2), f(ms(c.LatAvg), 3), f(ms(c.LatP95), 3), f(ms(c.LatMax), 3),
 			strconv.FormatUint(c.Deadlocks, 10), strconv.FormatUint(c.Timeouts, 10),
 			f(c.LocksPerTxn, 2), f(c.SpreadPct, 1), strconv.FormatBool(c.VerifyOK),
+		}
+		switch r := c.Ratio; {
+		case r != nil && r.Pairs > 1:
+			row = append(row, f(100*r.Median, 2), f(100*r.Lo, 2), f(100*r.Hi, 2), f(100*r.Confidence, 1), strconv.Itoa(r.Pairs))
+		case r != nil:
+			row = append(row, f(100*r.Median, 2), "", "", "", "1")
+		default:
+			row = append(row, "", "", "", "", "")
 		}
 		if err := cw.Write(row); err != nil {
 			return err

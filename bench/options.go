@@ -19,7 +19,7 @@ const (
 	DefaultSeed        = 1
 )
 
-// DefaultThreads is the seed's thread ramp.
+// DefaultThreads is the thread ramp of MyRocks' published comparison.
 var DefaultThreads = []int{1, 2, 4, 8, 16, 32, 64, 100}
 
 // DefaultLocks compares the two managers.
@@ -46,7 +46,7 @@ type Options struct {
 	// NoSK drops the secondary index on k. Default: false.
 	NoSK bool
 	// TableOptions: the table size, layout, storage, lock-wait timeout
-	// and seed. Defaults: TableOptions's.
+	// and random seed. Defaults: TableOptions's.
 	TableOptions
 	// Pairs is the number of mirrored blocks per thread count: each lock
 	// kind runs 2*Pairs times. Default: DefaultPairs (1).

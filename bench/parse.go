@@ -8,11 +8,8 @@ import (
 	"time"
 )
 
-// ParseDuration reads a Go duration ("10s", "1m30s", "500ms") or bare
-// seconds ("10", "2.5"), as sysbench's --time takes seconds.
-func ParseDuration(s string) (time.Duration, error) { return parseDurationUnit(s, time.Second) }
-
-// parseDurationUnit reads a Go duration or a bare number of units.
+// parseDurationUnit reads a Go duration ("10s", "1m30s", "500ms") or a
+// bare number of units ("10", "2.5").
 func parseDurationUnit(s string, unit time.Duration) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -32,31 +29,7 @@ func parseDurationUnit(s string, unit time.Duration) (time.Duration, error) {
 	return d, nil
 }
 
-// ParseIntList reads "1,2,4,8". Every element must be an integer; range
-// checks are the options' Validate's job.
-func ParseIntList(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		n, err := strconv.Atoi(f)
-		if err != nil {
-			return nil, fmt.Errorf("%q is not an integer", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-// ParseLockList reads "point,range"; unknown kinds are Validate's job.
-func ParseLockList(s string) []LockKind {
-	var out []LockKind
-	for _, f := range strings.Split(s, ",") {
-		out = append(out, LockKind(strings.TrimSpace(f)))
-	}
-	return out
-}
-
-// JoinLocks renders a lock list as ParseLockList reads it.
+// JoinLocks renders a lock list as the --lock flag takes it: "point,range".
 func JoinLocks(ls []LockKind) string {
 	parts := make([]string, len(ls))
 	for i, l := range ls {
@@ -65,7 +38,7 @@ func JoinLocks(ls []LockKind) string {
 	return strings.Join(parts, ",")
 }
 
-// JoinInts renders an int list as ParseIntList reads it.
+// JoinInts renders an int list as the --threads flag takes it: "1,2,4".
 func JoinInts(ns []int) string {
 	parts := make([]string, len(ns))
 	for i, n := range ns {

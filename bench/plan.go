@@ -42,13 +42,13 @@ type Observer interface {
 	RunDone(r *RunResult)
 }
 
-// PairedRatios returns, for each complete mirrored block of the runs at
+// pairedRatios returns, for each complete mirrored block of the runs at
 // threads (in run order, len(locks) kinds forward then backward), the mean
 // QPS of lock in the block divided by the mean QPS of locks[0] in the
 // same block. Runs of one block are adjacent in time, so a machine whose
 // speed wanders over minutes moves both sides of each ratio together; the
 // median of the blocks' ratios is the comparison least moved by it.
-func PairedRatios(runs []*RunResult, locks []LockKind, threads int, lock LockKind) []float64 {
+func pairedRatios(runs []*RunResult, locks []LockKind, threads int, lock LockKind) []float64 {
 	var at []*RunResult
 	for _, r := range runs {
 		if r.Threads == threads {
@@ -139,7 +139,7 @@ func RunPlan(ctx context.Context, open Opener, opts Options, obs Observer, inter
 			r, err := Run(ctx, open, spec)
 			if err != nil {
 				// Keep what finished, for a partial report.
-				res.Cells = Summarize(res.Runs, opts.Locks, opts.Threads)
+				res.Cells = summarize(res.Runs, opts.Locks, opts.Threads)
 				return res, err
 			}
 			r.Seq = seq
@@ -149,7 +149,7 @@ func RunPlan(ctx context.Context, open Opener, opts Options, obs Observer, inter
 			}
 		}
 	}
-	res.Cells = Summarize(res.Runs, opts.Locks, opts.Threads)
+	res.Cells = summarize(res.Runs, opts.Locks, opts.Threads)
 	return res, nil
 }
 
@@ -190,11 +190,16 @@ type Cell struct {
 	Timeouts    uint64  `json:"timeouts"`  // summed over the runs
 	LocksPerTxn float64 `json:"locks_per_txn"`
 	VerifyOK    bool    `json:"verify_ok"` // every run's table check passed
+
+	// Ratio compares the cell's QPS with the baseline kind's (the first
+	// listed) at the same thread count, pair by pair; nil for the
+	// baseline itself and without a complete pair.
+	Ratio *Ratio `json:"ratio,omitempty"`
 }
 
-// Summarize groups runs into cells, ordered by threads, then by lock kind
+// summarize groups runs into cells, ordered by threads, then by lock kind
 // as listed.
-func Summarize(runs []*RunResult, locks []LockKind, threads []int) []Cell {
+func summarize(runs []*RunResult, locks []LockKind, threads []int) []Cell {
 	var cells []Cell
 	for _, t := range threads {
 		for _, l := range locks {
@@ -236,6 +241,9 @@ func Summarize(runs []*RunResult, locks []LockKind, threads []int) []Cell {
 			c.LatP95 = p95 / time.Duration(c.Runs)
 			if c.TPS > 0 {
 				c.SpreadPct = 100 * (c.TPSMax - c.TPSMin) / c.TPS
+			}
+			if r, ok := pairedRatio(runs, locks, t, l); ok && l != locks[0] {
+				c.Ratio = &r
 			}
 			cells = append(cells, c)
 		}

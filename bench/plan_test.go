@@ -6,9 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
-	"image/png"
-	"os"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +28,7 @@ func (r *recorder) RunDone(res *RunResult) {
 	r.dones = append(r.dones, string(res.Lock)+"/"+itoa(res.Threads))
 }
 
-func itoa(n int) string { return JoinInts([]int{n}) }
+func itoa(n int) string { return strconv.Itoa(n) }
 
 // TestRunPlanMirrored: per thread count the kinds run point, range,
 // range, point, each on a freshly opened table; cells average the runs.
@@ -98,7 +96,7 @@ func testResult() *Result {
 	for i, r := range runs {
 		r.Seq = i + 1
 	}
-	return &Result{Options: opts, Runs: runs, Cells: Summarize(runs, opts.Locks, opts.Threads), DriverOverhead: 800 * time.Nanosecond}
+	return &Result{Options: opts, Runs: runs, Cells: summarize(runs, opts.Locks, opts.Threads), DriverOverhead: 800 * time.Nanosecond}
 }
 
 func TestSummarize(t *testing.T) {
@@ -120,17 +118,17 @@ func TestSummarize(t *testing.T) {
 	assert.False(t, ok)
 }
 
-// TestWriteComparison pins the seed-style table.
+// TestWriteComparison pins the comparison table.
 func TestWriteComparison(t *testing.T) {
 	var buf bytes.Buffer
 	WriteComparison(&buf, testResult())
 	want := `oltp_write_only, layout shared, storage mem, 1 table(s) x 10000 rows; QPS, mean of 2 runs per cell (1 mirrored pair(s))
-  Threads     point    range  range/point*100  paired  spread
-        1   6000.00  6000.00           100.00  100.00   20.0%
-      100  12000.00  6000.00            50.00   50.00    0.0%
-paired = the median over mirrored pairs of each pair's own ratio (*100): runs of a pair are adjacent in time, so it moves least with the machine's drift
-spread = (max-min)/mean of a cell's runs, the larger of the row's cells; rerun a row above 15%
-lock requests per transaction: point 3.00 (seed, MyRocks: 3), range 3.00 (seed, MyRocks: 8; 4 without the secondary index)
+  Threads     point    range  range/point %  spread
+        1   6000.00  6000.00          100.0   20.0%
+      100  12000.00  6000.00           50.0    0.0%
+kind/point % = 100 x the kind's QPS / point's, the median over the mirrored pairs of each pair's own ratio (a pair's runs are adjacent in time, so the machine's drift moves both sides alike); with one pair per thread count it has no interval (--pairs 5 or more gives a 90% one)
+spread = (max-min)/mean of a cell's runs, the larger of the row's cells
+lock requests per transaction: point 3.00 (MyRocks' published figure: 3), range 3.00 (MyRocks' published figure: 8; 4 without the secondary index)
 ignored errors: 8 deadlocks, 16 lock wait timeouts; table checks: all ok
 time per transaction at 1 thread: driver alone 0.80 µs, point 1000.00 µs, range 1000.00 µs
 `
@@ -157,13 +155,13 @@ func TestPairedRatios(t *testing.T) {
 			runs = append(runs, &RunResult{Lock: l, Threads: 4, Seq: seq, Elapsed: time.Second, Txns: uint64(qps / 6), Other: uint64(qps/6) * 2, Writes: uint64(qps/6) * 4})
 		}
 	}
-	rs := PairedRatios(runs, locks, 4, LockRange)
+	rs := pairedRatios(runs, locks, 4, LockRange)
 	require.Len(t, rs, 3)
 	assert.InDelta(t, 0.9, rs[0], 0.01)
 	assert.InDelta(t, 0.45, rs[1], 0.01)
 	assert.InDelta(t, 0.9, median(rs), 0.01, "the median ignores the one odd pair")
-	assert.Empty(t, PairedRatios(runs[:3], locks, 4, LockRange), "an incomplete pair counts for nothing")
-	assert.Empty(t, PairedRatios(runs, locks, 8, LockRange))
+	assert.Empty(t, pairedRatios(runs[:3], locks, 4, LockRange), "an incomplete pair counts for nothing")
+	assert.Empty(t, pairedRatios(runs, locks, 8, LockRange))
 }
 
 func TestWriteRunReport(t *testing.T) {
@@ -185,7 +183,7 @@ func TestWriteRunReport(t *testing.T) {
 		"         95th percentile:                      2.00",
 		"         sum:                               1000.00",
 		"    events (avg/stddev):",
-		"    lock requests per transaction:       3.00 (seed, MyRocks: 3)",
+		"    lock requests per transaction:       3.00 (MyRocks' published figure: 3)",
 		"    table check:                         ok (100 rows)",
 		"Digest statistics:",
 	} {
@@ -203,10 +201,11 @@ func TestWriteCSV(t *testing.T) {
 	require.NoError(t, WriteCSV(&buf, res.Cells))
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 	require.Len(t, lines, 1+len(res.Cells))
-	assert.Equal(t, "workload,lock,threads,runs,tps,qps,lat_avg_ms,lat_p95_ms,lat_max_ms,deadlocks,timeouts,locks_per_txn,spread_pct,verify_ok", lines[0])
+	assert.Equal(t, "workload,lock,threads,runs,tps,qps,lat_avg_ms,lat_p95_ms,lat_max_ms,deadlocks,timeouts,locks_per_txn,spread_pct,verify_ok,ratio_pct,ratio_lo_pct,ratio_hi_pct,ratio_confidence_pct,ratio_pairs", lines[0])
 	recs, err := csv.NewReader(strings.NewReader(buf.String())).ReadAll()
 	require.NoError(t, err)
-	assert.Equal(t, []string{"oltp_write_only", "range", "1", "2", "1000.00", "6000.00", "1.000", "2.000", "10.000", "2", "4", "3.00", "20.0", "true"}, recs[2])
+	assert.Equal(t, []string{"oltp_write_only", "range", "1", "2", "1000.00", "6000.00", "1.000", "2.000", "10.000", "2", "4", "3.00", "20.0", "true", "100.00", "", "", "", "1"}, recs[2])
+	assert.Equal(t, []string{"", "", "", "", ""}, recs[1][14:], "the baseline has no ratio")
 }
 
 func TestWriteJSON(t *testing.T) {
@@ -227,57 +226,6 @@ func TestWriteJSON(t *testing.T) {
 	assert.Len(t, doc.Runs, 8)
 	assert.EqualValues(t, 800, doc.Overhead)
 	assert.Equal(t, "range", doc.Runs[1].Lock)
-}
-
-// TestWritePlot: the file is a PNG that decodes.
-func TestWritePlot(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "qps.png")
-	require.NoError(t, WritePlot(file, testResult()))
-	f, err := os.Open(file)
-	require.NoError(t, err)
-	defer f.Close()
-	img, err := png.Decode(f)
-	require.NoError(t, err)
-	assert.Greater(t, img.Bounds().Dx(), 400)
-	require.Error(t, WritePlot(filepath.Join(t.TempDir(), "noext"), testResult()))
-}
-
-// TestPlotThreadAxis: every doubling of the thread count is the same
-// width, the ticks are the measured counts, and the ends are padded so
-// that the markers at 1 and 100 threads are not cut; one thread count
-// alone still draws.
-func TestPlotThreadAxis(t *testing.T) {
-	res := testResult()
-	res.Options.Threads = []int{1, 2, 4, 100}
-	p, err := newPlot(res)
-	require.NoError(t, err)
-	x := p.X
-	assert.InDelta(t, x.Norm(2)-x.Norm(1), x.Norm(4)-x.Norm(2), 1e-9, "log axis")
-	assert.InDelta(t, x.Norm(2)-x.Norm(1), x.Norm(200)-x.Norm(100), 1e-9, "log axis")
-	assert.Greater(t, x.Norm(1), 0.02, "padded left")
-	assert.Less(t, x.Norm(100), 0.98, "padded right")
-	var labels []string
-	for _, tk := range x.Tick.Marker.Ticks(x.Min, x.Max) {
-		labels = append(labels, tk.Label)
-	}
-	assert.Equal(t, []string{"1", "2", "4", "100"}, labels)
-
-	res.Options.Threads = []int{1}
-	res.Cells = Summarize(res.Runs, res.Options.Locks, res.Options.Threads)
-	require.NoError(t, WritePlot(filepath.Join(t.TempDir(), "one.png"), res))
-}
-
-func TestProgress(t *testing.T) {
-	var buf bytes.Buffer
-	p := NewProgress(&buf)
-	p.RunStart(1, 4, LockPoint, 8)
-	p.RunProgress(0.6)
-	p.RunDone(nil)
-	p.Clear()
-	out := buf.String()
-	assert.Contains(t, out, "run 1/4: point, 8 threads")
-	assert.Contains(t, out, " 15% ", "0.6 of the first of four runs")
-	assert.True(t, strings.HasSuffix(out, "\r\033[K"))
 }
 
 // TestOptionsValidate: every problem is reported at once.
@@ -313,12 +261,12 @@ func TestVerifyLines(t *testing.T) {
 	none := runAt(LockNone, 1, 1000, time.Millisecond)
 	none.Verify = bad
 	res.Runs = append(res.Runs, none)
-	res.Cells = Summarize(res.Runs, res.Options.Locks, res.Options.Threads)
+	res.Cells = summarize(res.Runs, res.Options.Locks, res.Options.Threads)
 	var buf bytes.Buffer
 	writeErrors(&buf, res)
 	assert.Equal(t, "ignored errors: 9 deadlocks, 18 lock wait timeouts; table checks: all ok (lock none: 1 cell(s) inconsistent, as expected without locks)\n", buf.String())
 	res.Runs[0].Verify = bad
-	res.Cells = Summarize(res.Runs, res.Options.Locks, res.Options.Threads)
+	res.Cells = summarize(res.Runs, res.Options.Locks, res.Options.Threads)
 	buf.Reset()
 	writeErrors(&buf, res)
 	assert.Contains(t, buf.String(), "1 cell(s) FAILED")

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,7 +40,7 @@ func WriteRunReport(w io.Writer, r *RunResult) {
 	fmt.Fprintf(w, "    events (avg/stddev):           %.4f/%.2f\n", r.EventsAvg, r.EventsStddev)
 	fmt.Fprintf(w, "    execution time (avg/stddev):   %.4f/%.2f\n", r.ExecAvg, r.ExecStddev)
 	fmt.Fprintf(w, "\nLocks:\n")
-	fmt.Fprintf(w, "    lock requests per transaction:       %.2f%s\n", r.LocksPerTxn(), seedLocks(r.Workload, r.Lock))
+	fmt.Fprintf(w, "    lock requests per transaction:       %.2f%s\n", r.LocksPerTxn(), myRocksLocks(r.Workload, r.Lock))
 	fmt.Fprintf(w, "    lock waits:                          %d (%.3f ms average)\n", r.LockStats.Waited, avgMs(r.LockStats.WaitTime, r.LockStats.Waited))
 	fmt.Fprintf(w, "    deadlock detector:                   %d cycles, %d breaker trips\n", r.Detector.Deadlocks, r.Detector.Trips)
 	fmt.Fprintf(w, "    table check:                         %s\n", verifyLine(r.Lock, r.Verify))
@@ -50,8 +51,8 @@ func WriteRunReport(w io.Writer, r *RunResult) {
 	fmt.Fprintln(w)
 }
 
-// WriteRunLine prints one run on one line, the way the RocksDB anchor's
-// RESULT lines do.
+// WriteRunLine prints one run on one line, as the RESULT lines of the
+// RocksDB comparison script do.
 func WriteRunLine(w io.Writer, r *RunResult) {
 	fmt.Fprintf(w, "run %d: %s lock=%s threads=%d secs=%.2f tps=%.1f qps=%.1f lat_avg_ms=%.3f lat_p95_ms=%.3f deadlocks=%d timeouts=%d locks_per_txn=%.2f check=%s\n",
 		r.Seq, r.Workload, r.Lock, r.Threads, r.Elapsed.Seconds(), r.TPS(), r.QPS(), ms(r.LatAvg), ms(r.LatP95),
@@ -70,19 +71,20 @@ func verifyLine(l LockKind, v VerifyReport) string {
 	return fmt.Sprintf("FAILED (%d rows, %d duplicate ids): %s", v.Rows, v.DuplicateIDs, strings.Join(v.Problems, "; "))
 }
 
-// seedLocks quotes the seed's lock counts (MyRocks) beside ours.
-func seedLocks(w Workload, l LockKind) string {
+// myRocksLocks quotes MyRocks' published lock counts per transaction
+// beside ours.
+func myRocksLocks(w Workload, l LockKind) string {
 	if w != OLTPWriteOnly {
 		if w == OLTPUpdateNonIndex && l.LocksRows() {
-			return " (seed, MyRocks: 1)"
+			return " (MyRocks' published figure: 1)"
 		}
 		return ""
 	}
 	switch l {
 	case LockPoint:
-		return " (seed, MyRocks: 3)"
+		return " (MyRocks' published figure: 3)"
 	case LockRange:
-		return " (seed, MyRocks: 8; 4 without the secondary index)"
+		return " (MyRocks' published figure: 8; 4 without the secondary index)"
 	case LockPointSK:
 		return " (range's requests, to the point manager)"
 	}
@@ -98,9 +100,11 @@ func avgMs(d time.Duration, n uint64) float64 {
 	return ms(d) / float64(n)
 }
 
-// WriteComparison prints the seed's table: QPS per thread count for each
-// lock kind, each other kind as a percentage of the first
-// ("range/point*100"), and the largest spread of the row's cells.
+// WriteComparison prints the comparison table: QPS per thread count for
+// each lock kind, each other kind's ratio to the first (PairedRatio, with
+// its interval when the plan ran several pairs), and the largest spread
+// of the row's cells; then, in words, the rows whose interval is wider
+// than the difference it measures.
 func WriteComparison(w io.Writer, res *Result) {
 	o := res.Options
 	locks := o.Locks
@@ -112,48 +116,79 @@ func WriteComparison(w io.Writer, res *Result) {
 		fmt.Fprintf(tw, "%s\t", l)
 	}
 	for _, l := range locks[1:] {
-		fmt.Fprintf(tw, "%s/%s*100\t", l, locks[0])
-	}
-	for range locks[1:] {
-		fmt.Fprintf(tw, "paired\t")
+		fmt.Fprintf(tw, "%s\t", ratioHeader(l, locks[0]))
 	}
 	fmt.Fprintf(tw, "spread\t\n")
+	var notes []string
+	conf := 0.0
 	for _, t := range o.Threads {
 		fmt.Fprintf(tw, "%d\t", t)
-		var spread float64
-		base, baseOK := cell(res.Cells, locks[0], t)
+		spread, cells := 0.0, 0
 		for _, l := range locks {
 			c, ok := cell(res.Cells, l, t)
 			if !ok {
 				fmt.Fprintf(tw, "-\t")
 				continue
 			}
-			spread = max(spread, c.SpreadPct)
+			spread, cells = max(spread, c.SpreadPct), cells+1
 			fmt.Fprintf(tw, "%.2f\t", c.QPS)
 		}
 		for _, l := range locks[1:] {
-			c, ok := cell(res.Cells, l, t)
-			if !ok || !baseOK || base.QPS == 0 {
+			r, ok := res.PairedRatio(l, t)
+			if !ok {
 				fmt.Fprintf(tw, "-\t")
 				continue
 			}
-			fmt.Fprintf(tw, "%.2f\t", 100*c.QPS/base.QPS)
-		}
-		for _, l := range locks[1:] {
-			if rs := PairedRatios(res.Runs, locks, t, l); len(rs) > 0 {
-				fmt.Fprintf(tw, "%.2f\t", 100*median(rs))
-			} else {
-				fmt.Fprintf(tw, "-\t")
+			fmt.Fprintf(tw, "%s\t", r)
+			conf = max(conf, r.Confidence)
+			if r.Pairs > 1 && !r.Resolved() {
+				notes = append(notes, fmt.Sprintf("at %s %s/%s = %s: the interval reaches past 100, wider than the %.1f-point difference it measures, so this run does not tell %s from %s there",
+					threadsWord(t), l, locks[0], r, 100*math.Abs(r.Median-1), l, locks[0]))
 			}
 		}
-		fmt.Fprintf(tw, "%.1f%%\t\n", spread)
+		if cells == 0 {
+			fmt.Fprintf(tw, "-\t\n")
+		} else {
+			fmt.Fprintf(tw, "%.1f%%\t\n", spread)
+		}
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "paired = the median over mirrored pairs of each pair's own ratio (*100): runs of a pair are adjacent in time, so it moves least with the machine's drift\n")
-	fmt.Fprintf(w, "spread = (max-min)/mean of a cell's runs, the larger of the row's cells; rerun a row above 15%%\n")
+	if len(locks) > 1 {
+		writeRatioLegend(w, o, conf, notes)
+	}
+	fmt.Fprintf(w, "spread = (max-min)/mean of a cell's runs, the larger of the row's cells\n")
 	writeLockCounts(w, res)
 	writeErrors(w, res)
 	writeCosts(w, res)
+}
+
+// threadsWord is "1 thread" or "n threads".
+func threadsWord(n int) string {
+	if n == 1 {
+		return "1 thread"
+	}
+	return fmt.Sprintf("%d threads", n)
+}
+
+// ratioHeader heads the column of l's ratio to the baseline.
+func ratioHeader(l, base LockKind) string { return fmt.Sprintf("%s/%s %%", l, base) }
+
+// writeRatioLegend says how the ratio columns are made, and then which
+// rows they do not resolve.
+func writeRatioLegend(w io.Writer, o Options, conf float64, notes []string) {
+	fmt.Fprintf(w, "kind/%s %% = 100 x the kind's QPS / %s's, the median over the mirrored pairs of each pair's own ratio (a pair's runs are adjacent in time, so the machine's drift moves both sides alike)", o.Locks[0], o.Locks[0])
+	if conf == 0 {
+		fmt.Fprintf(w, "; with one pair per thread count it has no interval (--pairs 5 or more gives a 90%% one)\n")
+		return
+	}
+	fmt.Fprintf(w, "; in parentheses the interval that holds the median with %.0f%% confidence (order statistics of the pairs' ratios)\n", 100*conf)
+	if len(notes) == 0 {
+		fmt.Fprintf(w, "every row's interval lies on one side of 100: each row tells which kind is faster\n")
+		return
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "not resolved: %s\n", n)
+	}
 }
 
 func noSK(b bool) string {
@@ -176,7 +211,7 @@ func writeLockCounts(w io.Writer, res *Result) {
 			}
 		}
 		if n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %.2f%s", l, sum/float64(n), seedLocks(res.Options.Workload, l)))
+			parts = append(parts, fmt.Sprintf("%s %.2f%s", l, sum/float64(n), myRocksLocks(res.Options.Workload, l)))
 		}
 	}
 	fmt.Fprintf(w, "lock requests per transaction: %s\n", strings.Join(parts, ", "))
@@ -209,13 +244,11 @@ func writeErrors(w io.Writer, res *Result) {
 	fmt.Fprintln(w)
 }
 
-// writeCosts prints the time per transaction at one thread: the driver
-// alone, and each lock kind, so that the lock manager's share is visible.
+// writeCosts prints the driver's own time per transaction, if measured,
+// and the time per transaction at one thread of each lock kind, if a
+// 1-thread run happened, so that the lock manager's share is visible.
 func writeCosts(w io.Writer, res *Result) {
 	var parts []string
-	if res.DriverOverhead > 0 {
-		parts = append(parts, fmt.Sprintf("driver alone %.2f µs", us(res.DriverOverhead)))
-	}
 	none, hasNone := cell(res.Cells, LockNone, 1)
 	for _, l := range res.Options.Locks {
 		c, ok := cell(res.Cells, l, 1)
@@ -229,8 +262,13 @@ func writeCosts(w io.Writer, res *Result) {
 		}
 		parts = append(parts, s)
 	}
-	if len(parts) > 0 {
+	switch {
+	case len(parts) > 0 && res.DriverOverhead > 0:
+		fmt.Fprintf(w, "time per transaction at 1 thread: driver alone %.2f µs, %s\n", us(res.DriverOverhead), strings.Join(parts, ", "))
+	case len(parts) > 0:
 		fmt.Fprintf(w, "time per transaction at 1 thread: %s\n", strings.Join(parts, ", "))
+	case res.DriverOverhead > 0:
+		fmt.Fprintf(w, "driver's own time per transaction (1 thread, no table): %.2f µs\n", us(res.DriverOverhead))
 	}
 }
 

@@ -54,12 +54,19 @@ func parseRuns(t *testing.T, d *datadriven.TestData) *Result {
 	d.ScanArgs(t, "threads", &threads)
 	d.MaybeScanArgs(t, "workload", &workload)
 	d.MaybeScanArgs(t, "overhead", &overhead)
-	opts := Options{Locks: ParseLockList(locks), Workload: Workload(workload), Time: time.Second}
+	opts := Options{Workload: Workload(workload), Time: time.Second}
 	d.MaybeScanArgs(t, "pairs", &opts.Pairs)
-	var err error
-	if opts.Threads, err = ParseIntList(threads); err != nil {
-		d.Fatalf(t, "%v", err)
+	for _, l := range strings.Split(locks, ",") {
+		opts.Locks = append(opts.Locks, LockKind(l))
 	}
+	for _, f := range strings.Split(threads, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			d.Fatalf(t, "%v", err)
+		}
+		opts.Threads = append(opts.Threads, n)
+	}
+	var err error
 	opts.EnsureDefaults()
 	res := &Result{Options: opts}
 	if overhead != "" {
@@ -115,6 +122,6 @@ func parseRuns(t *testing.T, d *datadriven.TestData) *Result {
 		r.ExecAvg = 1
 		res.Runs = append(res.Runs, r)
 	}
-	res.Cells = Summarize(res.Runs, opts.Locks, opts.Threads)
+	res.Cells = summarize(res.Runs, opts.Locks, opts.Threads)
 	return res
 }

@@ -20,7 +20,7 @@ func sbSpec(w Workload, lock LockKind, threads int, events int64) RunSpec {
 	}
 }
 
-// TestSBTestLocksPerTxn: the seed's lock counts for oltp_write_only: 3
+// TestSBTestLocksPerTxn: MyRocks' published lock counts for oltp_write_only: 3
 // with point locking, 7 with range locking (6 when the INSERT reuses the
 // deleted row's k, or fewer when random ids collide), 3 without the
 // secondary index; 0 with none.

@@ -32,7 +32,7 @@ const (
 var LockKinds = []LockKind{LockPoint, LockRange, LockPointSK, LockTable, LockNone}
 
 // Layout says how tables and indexes map to column families: "shared" (one
-// column family), "per-table" or "per-index" (the seed's make-4-cfs.sql).
+// column family), "per-table" or "per-index" (MyRocks' make-4-cfs.sql).
 // It is bench/sbtest's.
 type Layout = sbtest.Layout
 
@@ -47,7 +47,7 @@ const (
 var Layouts = []Layout{LayoutShared, LayoutPerTable, LayoutPerIndex}
 
 // Storage says where the table lives: "mem" (Pebble on an in-memory file
-// system, the seed's /dev/shm datadir) or "disk".
+// system, like MyRocks' /dev/shm datadir) or "disk".
 type Storage string
 
 // The storages.

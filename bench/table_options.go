@@ -23,12 +23,12 @@ type TableOptions struct {
 	Storage Storage
 	// Dir is the parent directory of disk tables. Default: "" (os.TempDir()).
 	Dir string
-	// Sync makes commits fsync the WAL. Default: false (NoSync, as the
-	// RocksDB anchor runs).
+	// Sync makes commits fsync the WAL. Default: false (no fsync, as the
+	// RocksDB comparison runs).
 	Sync bool
 	// LockTimeout is the lock-wait timeout. Default: DefaultLockTimeout (5s).
 	LockTimeout time.Duration
-	// Seed seeds the random ids and values. Default: DefaultSeed (1).
+	// Seed is the random seed of the ids and values. Default: DefaultSeed (1).
 	Seed uint64
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"runtime"
 	"strings"
 	"time"
 
@@ -20,7 +21,7 @@ func (v durationValue) String() string {
 }
 
 func (v durationValue) Set(s string) error {
-	d, err := bench.ParseDuration(s)
+	d, err := parseDuration(s)
 	if err != nil {
 		return err
 	}
@@ -39,7 +40,7 @@ func (v intListValue) String() string {
 }
 
 func (v intListValue) Set(s string) error {
-	ns, err := bench.ParseIntList(s)
+	ns, err := parseIntList(s)
 	if err != nil {
 		return err
 	}
@@ -58,7 +59,7 @@ func (v lockListValue) String() string {
 }
 
 func (v lockListValue) Set(s string) error {
-	*v.ls = bench.ParseLockList(s)
+	*v.ls = parseLockList(s)
 	return nil
 }
 
@@ -123,21 +124,21 @@ func (v stringValue[T]) Set(s string) error { *v.p = T(s); return nil }
 
 // tableFlags registers the flags of bench.TableOptions, which both
 // commands share, with o's values (its defaults) as theirs. sizeUsage
-// says what --table-size counts. --seed is read as an int64, so that
-// "--seed -1" is reported like any other bad value; setSeed, called after
-// parsing, checks it and stores it in o.
+// says what --table-size counts. The random seed (--seed) is read as an
+// int64, so that "--seed -1" is reported like any other bad value;
+// setSeed, called after parsing, checks it and stores it in o.
 func tableFlags(fs *flag.FlagSet, o *bench.TableOptions, sizeUsage string) (setSeed func() error) {
 	fs.IntVar(&o.TableSize, "table-size", o.TableSize, sizeUsage)
 	fs.Var(stringValue[bench.Layout]{&o.Layout}, "cf-layout", "column families: shared | per-table | per-index")
 	fs.Var(stringValue[bench.Storage]{&o.Storage}, "storage", "mem (in-memory Pebble, like /dev/shm) | disk")
 	fs.StringVar(&o.Dir, "dir", o.Dir, "parent directory of disk tables (default the system temp dir)")
-	fs.BoolVar(&o.Sync, "sync", o.Sync, "commits fsync the WAL (default NoSync, as the RocksDB anchor)")
+	fs.BoolVar(&o.Sync, "sync", o.Sync, "commits fsync the WAL (default no fsync, as the RocksDB comparison runs)")
 	fs.Var(durationValue{&o.LockTimeout}, "lock-timeout", "lock-wait timeout (Go duration or seconds)")
 	seed := int64(o.Seed)
-	fs.Int64Var(&seed, "seed", seed, "random seed")
+	fs.Int64Var(&seed, "seed", seed, "random seed of the ids and values")
 	return func() error {
 		if seed < 1 {
-			return fmt.Errorf("seed %d: must be at least 1", seed)
+			return fmt.Errorf("seed %d: a random seed must be at least 1", seed)
 		}
 		o.Seed = uint64(seed)
 		return nil
@@ -149,4 +150,27 @@ func throttleFlags(fs *flag.FlagSet, o *bench.ThrottleOptions) {
 	fs.Var(durationValue{&o.Delay}, "delay", "delay every statement by this much (ProxySQL mysql-default_query_delay; Go duration or seconds)")
 	fs.Var(delayRulesValue{&o.DelayRules}, "delay-rule", "DIGEST=DURATION: delay statements with this digest id (0x...) or text (repeatable; bare number = ms)")
 	fs.BoolVar(&o.DigestStats, "digest-stats", o.DigestStats, "print per-digest statistics (count, sum/min/max time, rows)")
+}
+
+// threadsPerCPU bounds the thread counts a machine is asked for without
+// --force-threads: each thread is a goroutine with a transaction, its
+// locks and its waits, and far beyond the CPUs they only queue, in
+// memory, for the lock manager.
+const threadsPerCPU = 500
+
+// maxThreads is the largest thread count run without --force-threads.
+func maxThreads() int { return max(1000, threadsPerCPU*runtime.NumCPU()) }
+
+// checkThreads refuses counts above maxThreads unless force is set; name
+// is the flag that gave them.
+func checkThreads(name string, counts []int, force bool) error {
+	if force {
+		return nil
+	}
+	for _, n := range counts {
+		if n > maxThreads() {
+			return fmt.Errorf("%s %d: far beyond this machine's %d CPUs (at most %d; --force-threads to run it anyway)", name, n, runtime.NumCPU(), maxThreads())
+		}
+	}
+	return nil
 }

@@ -1,15 +1,16 @@
-// Command lockbench reproduces the seeds' benchmarks against sysbench's
-// sbtest table on Pebble (bench/sbtest), comparing txnlock's point and
-// range lock managers.
+// Command lockbench compares txnlock's point and range lock managers on
+// sysbench's sbtest table stored in Pebble (bench/sbtest).
 //
-//	lockbench                 the main job: oltp_write_only, point vs range,
-//	                          threads 1..100, in-memory Pebble, 3 s per run;
-//	                          prints the comparison table, writes lockbench.png
+//	lockbench                 the main comparison: oltp_write_only, point vs
+//	                          range, threads 1..100, in-memory Pebble, five
+//	                          mirrored pairs of 1 s runs per thread count;
+//	                          prints the table, writes lockbench.png
 //	lockbench run [flags]     sysbench's analog (lockbench run -h)
+//	lockbench [flags]         the same as lockbench run [flags]
 //	lockbench slap [flags]    mysqlslap's analog (lockbench slap -h)
 //
 // Exit status: 0 on success, 2 on a usage error (unknown flag or bad
-// value), 1 when a run fails.
+// value), 1 when a run fails, 130 when interrupted (Ctrl-C).
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -35,30 +37,39 @@ func main() {
 
 // Exit codes.
 const (
-	exitOK    = 0
-	exitFail  = 1
-	exitUsage = 2
+	exitOK          = 0
+	exitFail        = 1
+	exitUsage       = 2
+	exitInterrupted = 130 // as a shell reports a command ended by SIGINT
 )
 
-// errUsage marks errors that are the caller's (exit 2).
-var errUsage = errors.New("usage")
+var (
+	// errUsage marks errors that are the caller's (exit 2); they have been
+	// printed.
+	errUsage = errors.New("usage")
+	// errInterrupted marks a plan cut short by its context (Ctrl-C); what
+	// finished has been printed.
+	errInterrupted = errors.New("interrupted")
+)
 
 const usage = `usage: lockbench [run|slap|help] [flags]
 
-  lockbench            the main job: oltp_write_only, point vs range, threads 1,2,4,...,100,
-                       in-memory Pebble, 3 s per run (about two minutes on 2 cores); prints
-                       the comparison table and writes lockbench.png
-                       (= lockbench run --time 3 --per-run line --plot lockbench.png)
+  lockbench            the main comparison: oltp_write_only, point vs range, threads
+                       1,2,4,...,100, in-memory Pebble, five mirrored pairs of 1 s runs per
+                       thread count (about three minutes on 2 cores); prints the table with
+                       each ratio's interval and writes lockbench.png
+                       (= lockbench run --time 1 --pairs 5 --per-run none --plot lockbench.png)
   lockbench run        sysbench's analog: workloads, lock kinds, thread ramps, mirrored pairs
-  lockbench slap       mysqlslap's analog: sessions, iterations, lock kinds, auto-increment
+  lockbench --flag...  the same as lockbench run --flag...
+  lockbench slap       mysqlslap's analog: client sessions, iterations, lock kinds, auto-increment
   lockbench help       this text; "lockbench run -h" and "lockbench slap -h" list the flags
 `
 
-// mainJob is what lockbench does without arguments: the seed's
-// comparison, oltp_write_only point vs range at 1..100 threads in memory,
-// one mirrored pair of 3 s runs per thread count (32 runs: about two
-// minutes on 2 cores).
-var mainJob = []string{"--time=3", "--per-run=line", "--plot=lockbench.png"}
+// mainJob is what lockbench does without arguments: oltp_write_only,
+// point vs range at 1..100 threads in memory, five mirrored pairs of 1 s
+// runs per thread count (160 runs), so that every ratio has an interval
+// that holds its median with 94% confidence.
+var mainJob = []string{"--time=1", "--pairs=5", "--per-run=none", "--plot=lockbench.png"}
 
 // lockbench runs the command with args and returns the exit code.
 func lockbench(ctx context.Context, args []string, stdout, stderr io.Writer, open bench.Opener) int {
@@ -66,68 +77,99 @@ func lockbench(ctx context.Context, args []string, stdout, stderr io.Writer, ope
 	switch {
 	case len(args) == 0:
 		err = runCmd(ctx, mainJob, stdout, stderr, open)
+	case args[0] == "help" || isHelpFlag(args[0]):
+		fmt.Fprint(stdout, usage)
+		return exitOK
 	case args[0] == "run":
 		err = runCmd(ctx, args[1:], stdout, stderr, open)
 	case args[0] == "slap":
 		err = slapCmd(ctx, args[1:], stdout, stderr, open)
-	case args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
+	case strings.HasPrefix(args[0], "-"):
+		err = runCmd(ctx, args, stdout, stderr, open)
 	default:
-		fmt.Fprintf(stderr, "lockbench: unknown command %q\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "lockbench: unknown command %q\n%s", args[0], helpPointer(""))
 		return exitUsage
 	}
 	switch {
 	case err == nil:
 		return exitOK
-	case errors.Is(err, flag.ErrHelp):
-		return exitOK
 	case errors.Is(err, errUsage):
 		return exitUsage
+	case errors.Is(err, errInterrupted):
+		return exitInterrupted
 	}
 	fmt.Fprintf(stderr, "lockbench: %v\n", err)
 	return exitFail
 }
 
-// usageErr prints err and marks it as a usage error.
+func isHelpFlag(s string) bool { return s == "-h" || s == "--help" || s == "-help" }
+
+// helpPointer is the line after a usage error: where the flags are told.
+func helpPointer(cmd string) string {
+	if cmd == "" {
+		return `run "lockbench help" for the commands` + "\n"
+	}
+	return fmt.Sprintf("run \"lockbench %s -h\" for its flags\n", cmd)
+}
+
+// usageErr prints err on one line and the pointer to -h, and marks it as
+// a usage error.
 func usageErr(stderr io.Writer, cmd string, err error) error {
-	fmt.Fprintf(stderr, "lockbench %s: %v\n", cmd, err)
+	fmt.Fprintf(stderr, "lockbench %s: %v\n%s", cmd, err, helpPointer(cmd))
 	return fmt.Errorf("%w: %v", errUsage, err)
 }
 
-// newFlagSet is command cmd's flag set: errors and -h go to stderr, -h
-// prints about and the flags.
-func newFlagSet(cmd string, stderr io.Writer, about string) *flag.FlagSet {
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: lockbench %s [flags]\n\n%s\n\nflags:\n", cmd, about)
-		fs.PrintDefaults()
-	}
-	return fs
+// command is a subcommand's flag set and the text its help starts with.
+type command struct {
+	fs     *flag.FlagSet
+	about  string
+	stdout io.Writer
+	stderr io.Writer
 }
 
-// parse parses fs and turns a bad flag into a usage error (the flag
-// package has printed it with the flag list).
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+// newCommand returns command name's flag set. The flag package prints
+// nothing: help goes to stdout, errors to stderr (parse).
+func newCommand(name, about string, stdout, stderr io.Writer) *command {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &command{fs: fs, about: about, stdout: stdout, stderr: stderr}
+}
+
+// help prints the command's help on stdout.
+func (c *command) help() {
+	fmt.Fprintf(c.stdout, "usage: lockbench %s [flags]\n\n%s\n\nflags:\n", c.fs.Name(), c.about)
+	c.fs.SetOutput(c.stdout)
+	c.fs.PrintDefaults()
+	c.fs.SetOutput(io.Discard)
+}
+
+// parse parses args: "help", -h and --help print the help and return
+// flag.ErrHelp; a bad flag or argument is a usage error printed on one
+// line with the pointer to -h.
+func (c *command) parse(args []string) error {
+	if len(args) > 0 && args[0] == "help" {
+		c.help()
+		return flag.ErrHelp
+	}
+	if err := c.fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			c.help()
 			return err
 		}
-		return fmt.Errorf("%w: %v", errUsage, err)
+		return usageErr(c.stderr, c.fs.Name(), err)
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "lockbench %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	if c.fs.NArg() > 0 {
+		return usageErr(c.stderr, c.fs.Name(), fmt.Errorf("unexpected argument %q", c.fs.Arg(0)))
 	}
 	return nil
 }
 
-// isTerminal reports whether w is a terminal (for the progress bar).
+// isTerminal reports whether w is a terminal (for the progress line).
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// progressMin is the shortest plan that gets a progress bar.
+// progressMin is the shortest plan that gets a progress line.
 const progressMin = 3 * time.Second

@@ -6,7 +6,9 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image/png"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,22 +35,22 @@ func cli(t *testing.T, open bench.Opener, args ...string) (int, string, string) 
 	return code, stdout.String(), stderr.String()
 }
 
-// TestMainJob: no arguments is the seed's comparison at the README's
-// settings (parsed, not run: it takes two minutes).
+// TestMainJob: no arguments is the README's comparison (parsed, not run:
+// it takes minutes), with enough pairs for each ratio's interval.
 func TestMainJob(t *testing.T) {
-	o, f, err := parseRun(mainJob, &bytes.Buffer{})
+	o, f, err := parseRun(mainJob, &bytes.Buffer{}, &bytes.Buffer{})
 	require.NoError(t, err)
 	assert.Equal(t, bench.OLTPWriteOnly, o.Workload)
 	assert.Equal(t, []bench.LockKind{bench.LockPoint, bench.LockRange}, o.Locks)
 	assert.Equal(t, []int{1, 2, 4, 8, 16, 32, 64, 100}, o.Threads)
-	assert.Equal(t, 3*time.Second, o.Time)
+	assert.Equal(t, time.Second, o.Time)
 	assert.Equal(t, bench.StorageMem, o.Storage)
 	assert.Equal(t, bench.LayoutShared, o.Layout)
-	assert.Equal(t, 1, o.Pairs)
+	assert.Equal(t, 5, o.Pairs, "five pairs: a 94% interval from min to max")
 	assert.Equal(t, "lockbench.png", f.plot)
 	assert.Equal(t, "table", f.format)
 	runs := len(o.Threads) * len(o.Locks) * 2 * o.Pairs
-	assert.LessOrEqual(t, time.Duration(runs)*o.Time, 100*time.Second, "about two minutes with prepare")
+	assert.LessOrEqual(t, time.Duration(runs)*o.Time, 160*time.Second, "about three minutes with prepare")
 }
 
 // TestRunEveryFlag: every run flag at once, csv on stdout and nothing
@@ -68,7 +70,7 @@ func TestRunEveryFlag(t *testing.T) {
 	require.NoError(t, err, stdout)
 	require.Len(t, recs, 1+3*2, "a header and one row per (lock, threads)")
 	assert.Equal(t, bench.CSVHeader, recs[0])
-	for _, want := range []string{"workload", "lock", "threads", "tps", "qps", "lat_avg_ms", "lat_p95_ms", "lat_max_ms", "deadlocks", "timeouts", "locks_per_txn", "spread_pct"} {
+	for _, want := range []string{"workload", "lock", "threads", "tps", "qps", "lat_avg_ms", "lat_p95_ms", "lat_max_ms", "deadlocks", "timeouts", "locks_per_txn", "spread_pct", "ratio_pct"} {
 		assert.Contains(t, recs[0], want)
 	}
 	assert.Equal(t, []string{"oltp_read_write", "point", "1"}, recs[1][:3])
@@ -86,13 +88,13 @@ func TestRunEveryFlag(t *testing.T) {
 }
 
 // TestRunTable: the default format prints the options, each run and the
-// seed's comparison table.
+// comparison table.
 func TestRunTable(t *testing.T) {
 	code, stdout, stderr := cli(t, bench.OpenNoop, "run", "--threads", "1,4", "--events", "200", "--time", "0", "--per-run", "line")
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "lockbench run --workload=oltp_write_only --lock=point,range --threads=1,4")
 	assert.Equal(t, 8, strings.Count(stdout, "\nrun "), stdout)
-	assert.Regexp(t, `Threads\s+point\s+range\s+range/point\*100\s+paired\s+spread`, stdout)
+	assert.Regexp(t, `Threads\s+point\s+range\s+range/point %\s+spread`, stdout)
 	assert.Contains(t, stdout, "time per transaction at 1 thread: driver alone")
 	assert.Empty(t, stderr)
 }
@@ -157,7 +159,7 @@ func TestRunPointSK(t *testing.T) {
 	}
 }
 
-// TestThrottling: the second seed with a 20 ms rule on the point select:
+// TestThrottling: ProxySQL's throttling with a 20 ms rule on the point select:
 // that digest's min time and the transactions' min latency are >= 20 ms.
 func TestThrottling(t *testing.T) {
 	code, stdout, stderr := cli(t, bench.OpenSBTest, "run", "--workload", "oltp_point_select", "--lock", "point",
@@ -265,12 +267,160 @@ func failOpen(t *testing.T) bench.Opener {
 	}
 }
 
+// TestHelp: every way of asking for help prints it on stdout and exits 0.
 func TestHelp(t *testing.T) {
-	for _, args := range [][]string{{"help"}, {"-h"}, {"run", "-h"}, {"slap", "--help"}} {
-		code, stdout, stderr := cli(t, failOpen(t), args...)
-		assert.Equal(t, exitOK, code, "%v", args)
-		assert.Contains(t, stdout+stderr, "usage: lockbench", "%v", args)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"help"}, "usage: lockbench [run|slap|help]"},
+		{[]string{"-h"}, "usage: lockbench [run|slap|help]"},
+		{[]string{"--help"}, "usage: lockbench [run|slap|help]"},
+		{[]string{"run", "-h"}, "usage: lockbench run [flags]"},
+		{[]string{"run", "--help"}, "usage: lockbench run [flags]"},
+		{[]string{"run", "help"}, "usage: lockbench run [flags]"},
+		{[]string{"slap", "--help"}, "usage: lockbench slap [flags]"},
+		{[]string{"slap", "help"}, "usage: lockbench slap [flags]"},
+	} {
+		code, stdout, stderr := cli(t, failOpen(t), tc.args...)
+		assert.Equal(t, exitOK, code, "%v", tc.args)
+		assert.Contains(t, stdout, tc.want, "%v", tc.args)
+		assert.Empty(t, stderr, "%v", tc.args)
 	}
+	_, stdout, _ := cli(t, failOpen(t), "run", "-h")
+	assert.Contains(t, stdout, "-threads", "the flags are listed")
+}
+
+// TestBadValueOneLine: a bad flag value is one line of error and one line
+// that points to -h, not the whole flag list.
+func TestBadValueOneLine(t *testing.T) {
+	for _, args := range [][]string{
+		{"run", "--threads", "1,x"}, {"run", "--no-such-flag"}, {"run", "--workload", "nope"}, {"slap", "--format", "xml"},
+	} {
+		code, stdout, stderr := cli(t, failOpen(t), args...)
+		assert.Equal(t, exitUsage, code, "%v", args)
+		assert.Empty(t, stdout, "%v", args)
+		lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
+		require.Len(t, lines, 2, "%v: %s", args, stderr)
+		assert.Equal(t, fmt.Sprintf("run \"lockbench %s -h\" for its flags", args[0]), lines[1])
+	}
+}
+
+// TestFlagsWithoutCommand: flags alone mean "run".
+func TestFlagsWithoutCommand(t *testing.T) {
+	code, stdout, stderr := cli(t, bench.OpenNoop, "--threads", "4", "--events", "20", "--time", "0", "--per-run", "none", "--driver-overhead", "0")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "lockbench run --workload=oltp_write_only --lock=point,range --threads=4 ")
+}
+
+// TestPlotCheckedBeforeRuns: a plot path that cannot be written, or in a
+// format that is not drawn, fails before the first run and leaves no file.
+func TestPlotCheckedBeforeRuns(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct{ plot, want string }{
+		{filepath.Join(dir, "x.gif"), "the extension must be one of .png, .svg, .pdf"},
+		{filepath.Join(dir, "noext"), "the extension must be one of"},
+		{filepath.Join(dir, "missing", "x.png"), "cannot create a file there"},
+		{dir + ".png", "cannot create a file there"},
+	} {
+		if strings.HasSuffix(tc.plot, dir+".png") {
+			require.NoError(t, os.Mkdir(tc.plot, 0o755))
+			tc.want = "is a directory"
+		}
+		code, _, stderr := cli(t, failOpen(t), "run", "--threads", "1", "--events", "1", "--plot", tc.plot)
+		assert.Equal(t, exitUsage, code, tc.plot)
+		assert.Contains(t, stderr, tc.want, tc.plot)
+	}
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "nothing left behind")
+}
+
+// TestPlotTwoPanels: the plot has the QPS panel and the ratio panel, with
+// a series per other kind; each format is written.
+func TestPlotTwoPanels(t *testing.T) {
+	res := noopResult(t, "point,range,point-sk")
+	dir := t.TempDir()
+	for _, ext := range []string{"png", "svg", "pdf"} {
+		file := filepath.Join(dir, "plot."+ext)
+		require.NoError(t, writePlot(file, res), ext)
+		fi, err := os.Stat(file)
+		require.NoError(t, err)
+		assert.Greater(t, fi.Size(), int64(1000), ext)
+	}
+	svg, err := os.ReadFile(filepath.Join(dir, "plot.svg"))
+	require.NoError(t, err)
+	for _, want := range []string{"QPS (mean of 4 runs", "ratio to point", "range/point", "point-sk/point", "% of point&#39;s QPS"} {
+		assert.Contains(t, string(svg), want)
+	}
+}
+
+// noopResult runs a tiny plan of locks against OpenNoop.
+func noopResult(t *testing.T, locks string) *bench.Result {
+	t.Helper()
+	o, _, err := parseRun([]string{"--lock", locks, "--threads", "1,2", "--events", "30", "--time", "0", "--pairs", "2"}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	res, err := bench.RunPlan(context.Background(), bench.OpenNoop, o, nil, io.Discard)
+	require.NoError(t, err)
+	return res
+}
+
+// TestRatioColumns: with three kinds every column has its own heading and
+// each other kind its ratio to the baseline, in the table and the CSV.
+func TestRatioColumns(t *testing.T) {
+	code, stdout, stderr := cli(t, bench.OpenNoop, "run", "--lock", "point,range,point-sk", "--threads", "1", "--events", "30",
+		"--time", "0", "--per-run", "none", "--driver-overhead", "0")
+	require.Equal(t, exitOK, code, stderr)
+	m := regexp.MustCompile(`(?m)^\s*Threads\s.*$`).FindString(stdout)
+	require.NotEmpty(t, m, stdout)
+	heads := regexp.MustCompile(`\S+(?: %)?`).FindAllString(m, -1)
+	assert.Equal(t, []string{"Threads", "point", "range", "point-sk", "range/point %", "point-sk/point %", "spread"}, heads)
+
+	code, stdout, stderr = cli(t, bench.OpenNoop, "run", "--lock", "point,range,point-sk", "--threads", "1", "--events", "30",
+		"--time", "0", "--pairs", "2", "--per-run", "none", "--driver-overhead", "0", "--format", "csv")
+	require.Equal(t, exitOK, code, stderr)
+	recs, col := readCSV(t, stdout)
+	require.Len(t, recs, 4)
+	assert.Empty(t, recs[1][col["ratio_pct"]], "the baseline")
+	for _, r := range recs[2:] {
+		assert.NotEmpty(t, r[col["ratio_pct"]], r[col["lock"]])
+		assert.Equal(t, "2", r[col["ratio_pairs"]], r[col["lock"]])
+	}
+}
+
+// TestRatioIntervalInWords: with several pairs each ratio has its
+// interval, and the legend says how sure it is.
+func TestRatioIntervalInWords(t *testing.T) {
+	code, stdout, stderr := cli(t, bench.OpenNoop, "run", "--threads", "1", "--events", "30", "--time", "0",
+		"--pairs", "5", "--per-run", "none", "--driver-overhead", "0")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Regexp(t, `\n\s+1\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+ \([0-9.]+-[0-9.]+\)\s+[0-9.]+%\n`, stdout)
+	assert.Contains(t, stdout, "holds the median with 94% confidence")
+	assert.Regexp(t, `(every row's interval lies on one side of 100|not resolved: at 1 thread range/point = )`, stdout)
+}
+
+// TestNoOneThreadCost: without a 1-thread run there is no 1-thread line.
+func TestNoOneThreadCost(t *testing.T) {
+	code, stdout, stderr := cli(t, bench.OpenNoop, "run", "--threads", "2", "--events", "20", "--time", "0", "--per-run", "none", "--driver-overhead", "5ms")
+	require.Equal(t, exitOK, code, stderr)
+	assert.NotContains(t, stdout, "at 1 thread")
+	assert.Contains(t, stdout, "driver's own time per transaction")
+}
+
+// TestThreadsBeyondMachine: a thread count far beyond the machine is
+// refused before any run, unless --force-threads insists.
+func TestThreadsBeyondMachine(t *testing.T) {
+	code, stdout, stderr := cli(t, failOpen(t), "run", "--threads", "1,100000")
+	assert.Equal(t, exitUsage, code)
+	assert.Empty(t, stdout)
+	assert.Contains(t, stderr, "threads 100000: far beyond this machine's")
+	assert.Contains(t, stderr, "--force-threads")
+	code, _, stderr = cli(t, failOpen(t), "slap", "--concurrency", "100000")
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "concurrency 100000: far beyond")
+	o, _, err := parseRun([]string{"--threads", "100000", "--force-threads"}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []int{100000}, o.Threads)
 }
 
 // TestRunFailure: a failing table is exit 1, not a usage error.
@@ -314,24 +464,46 @@ func TestBinaryExitCodes(t *testing.T) {
 		}
 		assert.Equal(t, tc.code, code, "%v: %s", tc.args, out)
 	}
+
+	// Ctrl-C: the binary says it was interrupted and exits 130.
+	cmd := exec.Command(bin, "run", "--lock", "point", "--threads", "1", "--time", "30", "--table-size", "100", "--per-run", "none", "--driver-overhead", "0")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Start())
+	time.Sleep(time.Second)
+	require.NoError(t, cmd.Process.Signal(os.Interrupt))
+	var ee *exec.ExitError
+	require.ErrorAs(t, cmd.Wait(), &ee)
+	assert.Equal(t, exitInterrupted, ee.ExitCode(), stderr.String())
+	assert.Contains(t, stderr.String(), "lockbench: interrupted after 0 of 2 runs")
+	assert.Contains(t, stdout.String(), "interrupted after 0 of 2 runs; the runs that finished:")
 }
 
-// TestRunInterrupted: an interrupt prints the runs that finished.
+// TestRunInterrupted: an interrupt prints the runs that finished, in
+// each format, says it was interrupted, and exits 130.
 func TestRunInterrupted(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	opens := 0
-	open := func(ctx context.Context, cfg bench.TableConfig) (bench.DB, error) {
-		opens++
-		if opens == 3 {
-			cancel()
+	for _, format := range []string{"table", "csv"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		opens := 0
+		open := func(ctx context.Context, cfg bench.TableConfig) (bench.DB, error) {
+			opens++
+			if opens == 3 {
+				cancel()
+			}
+			return bench.OpenNoop(ctx, cfg)
 		}
-		return bench.OpenNoop(ctx, cfg)
+		var stdout, stderr bytes.Buffer
+		code := lockbench(ctx, []string{"run", "--threads", "1,2", "--events", "50", "--time", "0", "--per-run", "none", "--format", format}, &stdout, &stderr, open)
+		cancel()
+		assert.Equal(t, exitInterrupted, code, format)
+		assert.Equal(t, "lockbench: interrupted after 2 of 8 runs; what finished follows\n", stderr.String(), format)
+		assert.NotContains(t, stderr.String(), "context canceled", format)
+		if format == "csv" {
+			recs, _ := readCSV(t, stdout.String())
+			assert.Len(t, recs, 3, "the header and the two cells at 1 thread")
+			continue
+		}
+		assert.Contains(t, stdout.String(), "interrupted after 2 of 8 runs; the runs that finished:")
+		assert.Regexp(t, `\n\s+1\s+[0-9.]+\s+[0-9.]+\s+-\s+0\.0%\n\s+2\s+-\s+-\s+-\s+-\n`, stdout.String())
 	}
-	var stdout, stderr bytes.Buffer
-	code := lockbench(ctx, []string{"run", "--threads", "1,2", "--events", "50", "--time", "0", "--per-run", "none"}, &stdout, &stderr, open)
-	assert.Equal(t, exitFail, code)
-	assert.Contains(t, stdout.String(), "interrupted; the runs that finished:")
-	assert.Regexp(t, `\n\s+1\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+\s+(-|[0-9.]+)\s+0\.0%\n\s+2\s+-\s+-\s+-\s+-`, stdout.String())
-	assert.Contains(t, stderr.String(), "context canceled")
 }

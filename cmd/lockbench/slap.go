@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,13 +14,16 @@ import (
 
 func slapCmd(ctx context.Context, args []string, stdout, stderr io.Writer, open bench.Opener) error {
 	var o bench.SlapOptions
-	fs := newFlagSet("slap", stderr, `mysqlslap's analog: for each lock kind and concurrency, --iterations times, a fresh table
+	c := newCommand("slap", `mysqlslap's analog: for each lock kind and concurrency, --iterations times, a fresh table
 and N clients running --number-of-queries/N autocommit statements. Deadlock victims and
-timed-out statements are retried, as an application would.`)
+timed-out statements are retried, as an application would.`, stdout, stderr)
+	fs := c.fs
 	o.EnsureDefaults() // the flags' defaults
 	fs.Var(intListValue{&o.Concurrency}, "concurrency", "client counts (mysqlslap -c)")
+	var forceThreads bool
+	fs.BoolVar(&forceThreads, "force-threads", false, fmt.Sprintf("run client counts above %d (this machine's limit) anyway", maxThreads()))
 	fs.IntVar(&o.Iterations, "iterations", o.Iterations, "iterations per lock kind and concurrency (mysqlslap -i)")
-	fs.Var(lockListValue{&o.Locks}, "lock", "lock kinds (the seed's engines: none=blackhole, table=MyISAM, point=InnoDB; and range)")
+	fs.Var(lockListValue{&o.Locks}, "lock", "lock kinds, as mysqlslap's engines: none=blackhole, table=MyISAM, point=InnoDB; and range")
 	fs.Var(stringValue[bench.LoadType]{&o.LoadType}, "load-type", "mixed | update | write | key | read (mysqlslap --auto-generate-sql-load-type)")
 	fs.IntVar(&o.AutoIncMode, "autoinc-mode", o.AutoIncMode, "innodb_autoinc_lock_mode: 0 table AUTO-INC lock to end of statement, 1 consecutive, 2 interleaved")
 	fs.IntVar(&o.NumberOfQueries, "number-of-queries", o.NumberOfQueries, "total statements, split across the clients")
@@ -27,13 +31,18 @@ timed-out statements are retried, as an application would.`)
 	throttleFlags(fs, &o.ThrottleOptions)
 	format := "table"
 	fs.Var(choiceValue{&format, []string{"table", "csv", "json"}}, "format", "output: table | csv | json")
-	if err := parse(fs, args); err != nil {
+	if err := c.parse(args); err == flag.ErrHelp {
+		return nil
+	} else if err != nil {
 		return err
 	}
 	if err := setSeed(); err != nil {
 		return usageErr(stderr, "slap", err)
 	}
 	if err := o.Validate(); err != nil {
+		return usageErr(stderr, "slap", err)
+	}
+	if err := checkThreads("concurrency", o.Concurrency, forceThreads); err != nil {
 		return usageErr(stderr, "slap", err)
 	}
 	if format == "table" {
@@ -49,9 +58,23 @@ timed-out statements are retried, as an application would.`)
 	if progress != nil {
 		fmt.Fprint(stderr, "\r\033[K")
 	}
-	if err != nil {
+	interrupted := err != nil && ctx.Err() != nil
+	if interrupted {
+		fmt.Fprintf(stderr, "lockbench slap: interrupted after %d of %d cells; what finished follows\n", len(rs), len(o.Locks)*len(o.Concurrency))
+	} else if err != nil {
 		return err
 	}
+	if err := writeSlap(stdout, o, rs, format); err != nil {
+		return err
+	}
+	if interrupted {
+		return errInterrupted
+	}
+	return nil
+}
+
+// writeSlap prints the slap's results in format.
+func writeSlap(stdout io.Writer, o bench.SlapOptions, rs []*bench.SlapResult, format string) error {
 	switch format {
 	case "csv":
 		return writeSlapCSV(stdout, rs)
