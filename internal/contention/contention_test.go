@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,9 +17,12 @@ import (
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/pointlock"
 	"github.com/txnlock/txnlock/rangelock"
+	"go.uber.org/goleak"
 )
 
 var hot = txnlock.Point([]byte("hot"))
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func newManager(tb testing.TB, kind string) txnlock.Manager {
 	var m txnlock.Manager
@@ -192,6 +196,24 @@ func BenchmarkUnlockUnderStatus(b *testing.B) {
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-unlock-µs")
 			b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-unlock-µs")
+		})
+	}
+}
+
+// TestQueueDrains: the benchmarks' queue forms and drains in both
+// managers, every waiter granted once (a lost wake-up hangs it).
+func TestQueueDrains(t *testing.T) {
+	for _, kind := range []string{"point", "range"} {
+		t.Run(kind, func(t *testing.T) {
+			m := newManager(t, kind)
+			var granted atomic.Int64
+			wait := queue(t, m, 300, txnlock.Exclusive, func(txnlock.TxnID) { granted.Add(1) })
+			require.Len(t, m.Status().Waits, 300)
+			require.NoError(t, m.UnlockAll(1))
+			wait()
+			require.EqualValues(t, 300, granted.Load())
+			require.Empty(t, m.Status().Locks)
+			require.NoError(t, m.Close())
 		})
 	}
 }

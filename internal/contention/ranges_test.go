@@ -109,3 +109,14 @@ func contendedRanges(tb testing.TB, kind string, d time.Duration) (commits, dead
 	require.NoError(tb, det.Close())
 	return c.Load(), dl.Load(), to.Load()
 }
+
+// TestContendedRangesRuns: a short run of the contended load commits in
+// both managers, and every goroutine ends (TestMain checks for leaks).
+func TestContendedRangesRuns(t *testing.T) {
+	for _, kind := range []string{"point", "range"} {
+		t.Run(kind, func(t *testing.T) {
+			commits, _, _ := contendedRanges(t, kind, 300*time.Millisecond)
+			require.Positive(t, commits)
+		})
+	}
+}
