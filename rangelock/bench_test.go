@@ -12,8 +12,9 @@ import (
 	"github.com/txnlock/txnlock/pointlock"
 )
 
-// Benchmarks of issue 4's Performance section. Ratios are quoted from one
-// run with both sides in it; see BENCHMARKS.md for commands and figures.
+// Benchmarks of the range manager against the point manager. Ratios are
+// quoted from runs with both sides in them; BENCHMARKS.md has the commands
+// and figures.
 
 func newBenchManagers(b *testing.B) map[string]txnlock.Manager {
 	rm, err := New(Options{})

@@ -25,15 +25,16 @@
 //	 │          │          │          │          │  wide), locktree, waiters
 //	 │ [m, p)   │ [m, p)   │ [m, p)   │ [m, p)   │  wide: in every stripe
 //	 └──────────┴──────────┴──────────┴──────────┘
-//	 wide waiters: one FIFO list per family
+//	 wide waiters: one FIFO list per family, indexed by range
 //
 // Every lock that can conflict with a point request on k is in stripe
 // hash(k) % S, so a point request takes one stripe mutex and one column
 // family scales like the point manager. A wide request takes every stripe
 // mutex, checks one locktree (they are all alike) and the points in its
 // range in every stripe. That trade is the design: engines take far more
-// point locks than range locks (the MyRocks seed: one tree-wide mutex cost
-// 36% of the throughput at 100 threads).
+// point locks than range locks (in MyRocks' published range-locking
+// benchmark, one tree-wide mutex cost 36% of the throughput at 100
+// threads).
 //
 // Points stay out of the locktree because a point needs none of its
 // segment rewriting: a fresh point is one probe of the stripe's hash table
@@ -86,26 +87,37 @@
 //	  already covered by the txn's own locks?        ──▶ nil (a no-op)
 //	  over MaxLockMemory? drop the locks, escalate the family, retry once;
 //	                      still over                 ──▶ ErrLockLimit
-//	  blockers := holders of incompatible overlapping locks
-//	            + txns of earlier, still waiting, incompatible,
-//	              overlapping requests (FIFO: nobody overtakes them)
-//	  no blockers                                    ──▶ acquire, nil
+//	  blocked := a holder of an incompatible overlapping lock,
+//	            or an earlier, still waiting, incompatible, overlapping
+//	            request (FIFO: nobody overtakes it) that it does not
+//	            skip (a point: the first one found in its key's queue
+//	            or among the wide waiters, O(1) on a hot key)
+//	  not blocked                                    ──▶ acquire, nil
 //	  NoWait                                         ──▶ ErrLockTimeout
+//	                    (blocked by the nearest requests ahead, or the
+//	                     holders: txnlock.WaitStatus.Blockers' rule)
 //	  queue (point: per-key queue of its stripe; wide: the family list),
-//	  give the Detector a resource with the blockers, unlock, sleep in
+//	  give the Detector a resource (a point with no wide waiter ahead:
+//	  its key's, whose blockers are the key's holders; otherwise its own,
+//	  with every conflict as blockers), unlock, sleep in
 //	  lockwait.Waiter.Wait (which reports the wait to the Detector and
 //	  removes it) until granted, timed out, cancelled, victim.
 //
-// A transaction that already holds all of the range Shared and asks for
-// Exclusive (an upgrade) waits only for the other holders, never for the
-// queue: the queue may well be waiting for it.
+// A request never waits for a queued request that waits for its
+// transaction (the root package doc states the rule; internal/waitsfor's
+// Skipped decides it). A transaction that already holds all of the range
+// Shared and asks for Exclusive (an upgrade) waits only for the other
+// holders, never for the queue; a wide request of a holder skips the
+// overlapping waiters that wait for it (queuedAheadLocked), so widening a
+// held lock past them is no certain deadlock.
 //
 // # Wake-ups
 //
 // A release learns from the locktree exactly which ranges it freed and
 // re-checks only the waiters that overlap them: the point waiters on those
 // keys of the stripe (found in an ordered index of waiting keys) and the
-// wide waiters that overlap. A re-check grants the waiter under the same
+// wide waiters that overlap (found in an interval index of the wide
+// waiters, wideindex.go, in O(log W) plus what overlaps). A re-check grants the waiter under the same
 // lock(s) (lockwait.Waiter.Grant) or tells the Detector its new blockers.
 // Point waiters of one key that have no wide waiter queued ahead share
 // one detector resource whose blockers are the key's holders (as in

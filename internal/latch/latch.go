@@ -3,8 +3,8 @@
 // few times before it sleeps.
 //
 // Why not sync.Mutex: its Lock spins on a held mutex only while the
-// processor has nothing else to run. A storage engine runs more sessions
-// than processors, so a processor usually has a goroutine ready, and a
+// processor has nothing else to run. A storage engine runs more client
+// connections than processors, so a processor usually has a goroutine ready, and a
 // collision on a stripe — rare, but it happens to a few percent of the
 // acquisitions with two cores — parks the goroutine on a semaphore and
 // wakes it later: a microsecond or more, for a critical section of tens of
@@ -36,10 +36,8 @@
 // deliberately broken variants. The stress tests add -race and the real
 // scheduler.
 //
-// Measured with BenchmarkParallelDisjoint (-cpu 2, interleaved pairs;
-// BENCHMARKS.md): with sync.Mutex, 128 goroutines ran at 0.89 of the
-// throughput of 2 in pointlock and 0.85 in rangelock; with the latch, at
-// 1.00 and 0.90, and 2 goroutines ran no slower.
+// BenchmarkParallelDisjoint of pointlock and rangelock (at 2 and 128
+// goroutines) shows what it buys; BENCHMARKS.md has the figures.
 //
 // Profiles: the runtime's mutex profile knows only sync.Mutex, so a
 // latch's contention shows instead in the CPU profile (lockSlow's
