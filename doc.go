@@ -82,4 +82,13 @@
 // errors.As against *LockError (which request failed and why) and
 // *DeadlockError (the cycle). Bad input never panics and never changes lock
 // state.
+//
+// # Closing
+//
+// Close a stack from the top: a pebbletxn.DB before its lock managers, the
+// managers before the deadlock.Detector they share. Close fails every
+// waiting request with ErrClosed, and every later call of a closed object
+// fails with ErrClosed, a second Close included: a closed manager drops
+// its locks, and a closed detector refuses new waits (their requests fail
+// with ErrClosed) while it still searches the waits it has.
 package txnlock
