@@ -88,7 +88,11 @@ func (s *statusSnap) appendTo(st *txnlock.Status, cf txnlock.ColumnFamily) {
 			st.Locks = append(st.Locks, ls)
 		}
 		sc := waitsfor.NewScanner(holders, s.ahead)
-		var blockers []txnlock.TxnID // one array for the key's lists
+		// One array for the key's lists: a run of Shared requests is
+		// listed once, by the Exclusive request behind it, so the lists
+		// add up to at most twice the queue, plus the holders.
+		blockers := make([]txnlock.TxnID, 0, 2*len(waits)+len(holders))
+		st.Waits = slices.Grow(st.Waits, len(waits))
 		for _, w := range waits {
 			n := len(blockers)
 			blockers = sc.Next(blockers, w.req)

@@ -64,7 +64,10 @@ func Ahead(dst []txnlock.TxnID, ahead []Request, lastX int, txn txnlock.TxnID, m
 		// Only an Exclusive request conflicts: start at the last one.
 		ahead = ahead[:lastX+1]
 	}
-	return Nearest(dst, slices.Backward(ahead), txn, mode)
+	n := nearest{dst: dst, base: len(dst), txn: txn, mode: mode}
+	for i := len(ahead) - 1; i >= 0 && !n.step(ahead[i]); i-- {
+	}
+	return n.result()
 }
 
 // Nearest is Ahead for a caller that walks its queue backwards from the
@@ -72,21 +75,41 @@ func Ahead(dst []txnlock.TxnID, ahead []Request, lastX int, txn txnlock.TxnID, m
 // positions (ignored). It stops as soon as the rule is satisfied, so it
 // costs the distance to the nearest Exclusive request ahead.
 func Nearest(dst []txnlock.TxnID, back iter.Seq2[int, Request], txn txnlock.TxnID, mode txnlock.Mode) []txnlock.TxnID {
-	base := len(dst)
+	n := nearest{dst: dst, base: len(dst), txn: txn, mode: mode}
 	for _, r := range back {
-		switch {
-		case r.Txn == txn:
-			// Its own request: never a blocker.
-		case r.Mode == txnlock.Shared && mode == txnlock.Exclusive:
-			dst = append(dst, r.Txn) // the run of Shared requests directly ahead
-		case r.Mode == txnlock.Exclusive && len(dst) == base:
-			return append(dst, r.Txn)
-		case r.Mode == txnlock.Exclusive:
-			return sortUnique(dst, base) // the run ends at an Exclusive request
+		if n.step(r) {
+			break
 		}
 	}
-	return sortUnique(dst, base)
+	return n.result()
 }
+
+// nearest is the rule, one request ahead at a time, nearest first.
+type nearest struct {
+	dst  []txnlock.TxnID
+	base int
+	txn  txnlock.TxnID
+	mode txnlock.Mode
+}
+
+// step takes the next request ahead and reports whether the list is
+// complete.
+func (n *nearest) step(r Request) bool {
+	switch {
+	case r.Txn == n.txn:
+		// Its own request: never a blocker.
+	case r.Mode == txnlock.Shared && n.mode == txnlock.Exclusive:
+		n.dst = append(n.dst, r.Txn) // the run of Shared requests directly ahead
+	case r.Mode == txnlock.Exclusive && len(n.dst) == n.base:
+		n.dst = append(n.dst, r.Txn)
+		return true
+	case r.Mode == txnlock.Exclusive:
+		return true // the run ends at an Exclusive request
+	}
+	return false
+}
+
+func (n *nearest) result() []txnlock.TxnID { return sortUnique(n.dst, n.base) }
 
 // Of appends to dst whom a request of txn in mode waits for, queued behind
 // ahead (lastX as for Ahead), on a lock with the given holders: its
