@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/txnlock/txnlock/internal/flagval"
 	"hash/fnv"
 	"io"
 	"slices"
@@ -130,7 +131,7 @@ func ParseDelayRule(s string) (DelayRule, error) {
 	if i <= 0 {
 		return DelayRule{}, fmt.Errorf("delay rule %q: want DIGEST=DURATION", s)
 	}
-	d, err := parseDurationUnit(s[i+1:], time.Millisecond)
+	d, err := flagval.Duration(s[i+1:], time.Millisecond)
 	if err != nil {
 		return DelayRule{}, fmt.Errorf("delay rule %q: %v", s, err)
 	}

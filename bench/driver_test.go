@@ -239,17 +239,7 @@ func TestParseDelayRule(t *testing.T) {
 	assert.Zero(t, dt.delay(StmtDelete, 1))
 }
 
-// TestParseDurationUnit: a Go duration, or a bare number of the unit.
-func TestParseDurationUnit(t *testing.T) {
-	for in, want := range map[string]time.Duration{"10": 10 * time.Millisecond, "2.5": 2500 * time.Microsecond, "1m30s": 90 * time.Second, "-3": -3 * time.Millisecond} {
-		d, err := parseDurationUnit(in, time.Millisecond)
-		require.NoError(t, err, in)
-		assert.Equal(t, want, d, in)
-	}
-	for _, bad := range []string{"ten", "", "1e300", "NaN", "-1e300"} {
-		_, err := parseDurationUnit(bad, time.Second)
-		assert.Error(t, err, bad)
-	}
+func TestJoinInts(t *testing.T) {
 	assert.Equal(t, "1,2,4", JoinInts([]int{1, 2, 4}))
 }
 

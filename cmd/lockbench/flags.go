@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock/bench"
+	"github.com/txnlock/txnlock/internal/flagval"
 )
 
 // durationValue is a flag that takes a Go duration or bare seconds.
@@ -21,7 +22,7 @@ func (v durationValue) String() string {
 }
 
 func (v durationValue) Set(s string) error {
-	d, err := parseDuration(s)
+	d, err := flagval.Duration(s, time.Second)
 	if err != nil {
 		return err
 	}
