@@ -16,8 +16,9 @@ import "time"
 // queue: resource → holders is all it needs, because queued waiters wait
 // for nothing else.
 //
-// Managers call NewResource, SetBlockers and DropResource with their own
-// locks held: these must be quick and must not call back into a manager.
+// Managers call NewResource, SetBlockers, DropResource and Stamp with
+// their own locks held: these must be quick and must not call back into a
+// manager.
 // The waiter's own goroutine calls Block, Check and Unblock, with no
 // manager lock held (internal/lockwait does it for both managers): a hot
 // lock's critical sections never wait for the detector's graph. So Block
