@@ -36,6 +36,8 @@ type DB struct {
 	// every lock request, which need no Pebble access and so no RLock: a
 	// contended reader count would cost more than the lock request.
 	closedFlag atomic.Bool
+	// fatal holds the first fatal Pebble error a call recovered; set once.
+	fatal fatalState
 
 	// cfMu guards cfs and nextCF.
 	cfMu   sync.Mutex
@@ -73,7 +75,7 @@ var nextTxnID atomic.Uint64
 // column family with opts.Manager (a column family the manager already has
 // is accepted). It returns a *txnlock.OptionsError listing every problem
 // with opts.
-func New(pdb *pebble.DB, opts Options) (*DB, error) {
+func New(pdb *pebble.DB, opts Options) (_ *DB, err error) {
 	opts.EnsureDefaults()
 	var p txnlock.Problems
 	if pdb == nil {
@@ -92,6 +94,7 @@ func New(pdb *pebble.DB, opts Options) (*DB, error) {
 	}
 	db.defaultCF = &ColumnFamily{db: db, id: txnlock.DefaultColumnFamily, name: DefaultColumnFamilyName, prefix: cfPrefix(0)}
 	db.cfs[DefaultColumnFamilyName] = db.defaultCF
+	defer db.recoverPebble("new", 0, &err)
 	if err := db.loadCatalog(); err != nil {
 		return nil, err
 	}
@@ -104,14 +107,14 @@ func (db *DB) loadCatalog() error {
 	upper = append(append(upper, "cf/"...), 0xff)
 	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		return err
+		return storageErr("load catalog", 0, err)
 	}
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
 		name := string(it.Key()[len(lower):])
 		v := it.Value()
 		if len(v) != 4 {
-			return fmt.Errorf("pebbletxn: corrupt catalog entry for column family %q", name)
+			return fmt.Errorf("pebbletxn: load catalog: corrupt entry for column family %q", name)
 		}
 		id := binary.BigEndian.Uint32(v)
 		if err := db.registerLocked(name, id); err != nil {
@@ -119,7 +122,7 @@ func (db *DB) loadCatalog() error {
 		}
 		db.nextCF = max(db.nextCF, id+1)
 	}
-	return it.Error()
+	return storageErr("load catalog", 0, it.Error())
 }
 
 // registerLocked adds a handle and registers it with the manager (cfMu held,
@@ -137,14 +140,14 @@ func (db *DB) DefaultColumnFamily() *ColumnFamily { return db.defaultCF }
 
 // ColumnFamily returns the column family called name, creating it (and
 // persisting its id, synced) if it does not exist yet.
-func (db *DB) ColumnFamily(name string) (*ColumnFamily, error) {
+func (db *DB) ColumnFamily(name string) (_ *ColumnFamily, err error) {
 	if name == "" || len(name) > MaxColumnFamilyName {
 		return nil, fmt.Errorf("%w: %q", ErrColumnFamilyName, name)
 	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	if db.closed {
-		return nil, ErrClosed
+	if err := db.checkOpenLocked(); err != nil {
+		return nil, err
 	}
 	db.cfMu.Lock()
 	defer db.cfMu.Unlock()
@@ -155,8 +158,9 @@ func (db *DB) ColumnFamily(name string) (*ColumnFamily, error) {
 	if id >= metaID-1 || id > 1<<31-1 {
 		return nil, ErrTooManyColumnFamilies
 	}
+	defer db.recoverPebble("create column family", 0, &err)
 	if err := db.pdb.Set(catalogKey(name), binary.BigEndian.AppendUint32(nil, id), pebble.Sync); err != nil {
-		return nil, err
+		return nil, storageErr("create column family", 0, err)
 	}
 	if err := db.registerLocked(name, id); err != nil {
 		return nil, err
@@ -224,6 +228,15 @@ func (db *DB) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkOpenLocked fails a call on a closed DB (ErrClosed) or on one that
+// saw a fatal Pebble error (that error); mu is held.
+func (db *DB) checkOpenLocked() error {
+	if db.closed {
+		return ErrClosed
+	}
+	return db.fatal.failed()
 }
 
 // isClosed reports whether Close was called.
