@@ -38,6 +38,8 @@ type DB struct {
 	closedFlag atomic.Bool
 	// fatal holds the first fatal Pebble error a call recovered; set once.
 	fatal fatalState
+	// ownsPebble: Open made pdb, so Close closes it. Immutable.
+	ownsPebble bool
 
 	// cfMu guards cfs and nextCF.
 	cfMu   sync.Mutex
@@ -203,9 +205,9 @@ func (db *DB) Pebble() *pebble.DB { return db.pdb }
 
 // Close rolls back every open transaction (their later calls fail with
 // ErrClosed, their locks are released) and makes every later call fail
-// with ErrClosed. It waits for commits in flight. It closes neither the
-// Pebble DB nor the manager. Closing twice returns ErrClosed.
-func (db *DB) Close() error {
+// with ErrClosed. It waits for commits in flight. It closes the Pebble DB
+// if Open opened it, never the manager. Closing twice returns ErrClosed.
+func (db *DB) Close() (err error) {
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
@@ -227,6 +229,9 @@ func (db *DB) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	if db.ownsPebble {
+		errs = append(errs, db.closePebble())
+	}
 	return errors.Join(errs...)
 }
 
@@ -237,6 +242,12 @@ func (db *DB) checkOpenLocked() error {
 		return ErrClosed
 	}
 	return db.fatal.failed()
+}
+
+// closePebble closes the Pebble DB that Open opened.
+func (db *DB) closePebble() (err error) {
+	defer db.recoverPebble("close", 0, &err)
+	return storageErr("close", 0, db.pdb.Close())
 }
 
 // isClosed reports whether Close was called.
