@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -18,23 +19,29 @@ import (
 )
 
 // faultyDisk injects errorfs.ErrInjected into the operations that match
-// while it is on, with probability 1/every, and counts them.
+// while it is on, reads with probability 1/every, writes 1/writeEvery,
+// and counts them.
 type faultyDisk struct {
-	on       atomic.Bool
-	match    func(op errorfs.Op) bool
-	every    uint64
-	injected atomic.Uint64
-	reads    atomic.Uint64 // of injected, the reads
-	rng      *rand.Rand
-	mu       sync.Mutex // guards rng
+	on         atomic.Bool
+	match      func(op errorfs.Op) bool
+	every      uint64
+	writeEvery uint64
+	injected   atomic.Uint64
+	reads      atomic.Uint64 // of injected, the reads
+	rng        *rand.Rand
+	mu         sync.Mutex // guards rng
 }
 
 func (d *faultyDisk) MaybeError(op errorfs.Op) error {
 	if !d.on.Load() || !d.match(op) {
 		return nil
 	}
+	n := d.every
+	if op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+		n = d.writeEvery
+	}
 	d.mu.Lock()
-	hit := d.rng.Uint64N(d.every) == 0
+	hit := d.rng.Uint64N(n) == 0
 	d.mu.Unlock()
 	if !hit {
 		return nil
@@ -50,9 +57,10 @@ func (d *faultyDisk) String() string { return "faultyDisk" }
 
 func isSST(op errorfs.Op) bool { return strings.HasSuffix(op.Path, ".sst") }
 
-// Failing reads and table writes: transfers run while a share of the
-// reads of tables fails, and a share of the table writes of flushes and
-// compactions. A transfer that hits one gets a *StorageError wrapping the
+// Failing reads and table writes: transfers run while 1 in 4 reads of
+// tables fails, and 1 in 16 table writes of flushes and compactions (a
+// flush writes many blocks: at 1 in 4 hardly one succeeds, and while
+// flushes fail Pebble stalls every commit until one succeeds). A transfer that hits one gets a *StorageError wrapping the
 // injected error (nothing else: no panic, no other error), rolls back and
 // releases its locks. Afterwards no lock is held, the total is unchanged,
 // and with the disk healthy again every account reads.
@@ -60,7 +68,7 @@ func TestFailingReadsAndTableWrites(t *testing.T) {
 	target := uint64(300 * reliabilityScale(t))
 	for _, kind := range kinds {
 		t.Run(string(kind), func(t *testing.T) {
-			disk := &faultyDisk{rng: rand.New(rand.NewPCG(5, 6)), every: 4, match: func(op errorfs.Op) bool {
+			disk := &faultyDisk{rng: rand.New(rand.NewPCG(5, 6)), every: 4, writeEvery: 16, match: func(op errorfs.Op) bool {
 				return isSST(op) && (op.Kind == errorfs.OpFileReadAt || op.Kind == errorfs.OpFileRead ||
 					op.Kind == errorfs.OpFileWrite || op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpCreate)
 			}}
@@ -72,7 +80,11 @@ func TestFailingReadsAndTableWrites(t *testing.T) {
 				Options: Options{Manager: mgr, RangeLocking: kind == kindRange},
 				// A tiny block cache and memtable: reads go to the tables,
 				// writes flush often.
-				Pebble: &pebble.Options{FS: errorfs.Wrap(vfs.NewMem(), disk), Logger: quiet{}, CacheSize: 1 << 10, MemTableSize: 256 << 10},
+				// Compactions read tables too and mostly fail: L0 grows,
+				// and at L0StopWritesThreshold Pebble would stall every
+				// commit until one succeeds.
+				Pebble: &pebble.Options{FS: errorfs.Wrap(vfs.NewMem(), disk), Logger: quiet{}, CacheSize: 1 << 10, MemTableSize: 256 << 10,
+					L0StopWritesThreshold: 1 << 20},
 			})
 			require.NoError(t, err)
 			defer db.Close()
@@ -111,7 +123,13 @@ func TestFailingReadsAndTableWrites(t *testing.T) {
 					}
 				})
 			}
-			wg.Wait()
+			done := make(chan struct{})
+			go func() { wg.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(2 * time.Minute):
+				t.Fatalf("%s: commits stalled with %d faults injected", kind, disk.injected.Load())
+			}
 			disk.on.Store(false)
 			close(errs)
 			for err := range errs {
