@@ -15,8 +15,9 @@ import (
 // concurrent use; a Txn is not (one goroutine per transaction).
 //
 // The DB owns the whole key space of the Pebble DB (see the key layout in
-// keys.go) but not the Pebble DB itself nor the lock manager: Close ends
-// the DB's transactions and leaves both open for the caller to close.
+// keys.go) but not the lock manager, nor the Pebble DB given to New: Close
+// ends the DB's transactions and leaves them open for the caller to close.
+// The Pebble DB that Open opened is the DB's, and Close closes it.
 type DB struct {
 	pdb  *pebble.DB
 	opts Options

@@ -2,6 +2,10 @@
 // txnlock lock manager: the TransactionDB that Pebble, unlike RocksDB, does
 // not have.
 //
+// Open opens a Pebble store and a DB over it (refusing a damaged
+// directory, and turning Pebble's fatal errors into errors where it can);
+// New wraps a Pebble DB the caller opened.
+//
 // A transaction locks what it reads for update and what it writes before
 // touching it, through a txnlock.Manager (pointlock for key locks,
 // rangelock for key and range locks). Its writes go to a Pebble indexed
@@ -129,5 +133,5 @@
 //
 // A DB is safe for concurrent use; a Txn belongs to one goroutine. DB.Close
 // rolls back the open transactions (their later calls fail with ErrClosed)
-// and leaves the Pebble DB and the manager to their owner.
+// and leaves the manager, and a Pebble DB given to New, to their owner.
 package pebbletxn
