@@ -77,7 +77,9 @@ var nextTxnID atomic.Uint64
 // New wraps pdb. It loads the column family catalog and registers every
 // column family with opts.Manager (a column family the manager already has
 // is accepted). It returns a *txnlock.OptionsError listing every problem
-// with opts.
+// with opts. Pebble's fatal errors go to pdb's own Logger (Pebble's
+// default stops the process); Open installs one that turns them into
+// errors where it can (see FatalError).
 func New(pdb *pebble.DB, opts Options) (_ *DB, err error) {
 	opts.EnsureDefaults()
 	var p txnlock.Problems
