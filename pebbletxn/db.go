@@ -151,7 +151,7 @@ func (db *DB) ColumnFamily(name string) (_ *ColumnFamily, err error) {
 	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	if err := db.checkOpenLocked(); err != nil {
+	if err := db.checkOpenLocked("create column family", 0); err != nil {
 		return nil, err
 	}
 	db.cfMu.Lock()
@@ -238,13 +238,17 @@ func (db *DB) Close() (err error) {
 	return errors.Join(errs...)
 }
 
-// checkOpenLocked fails a call on a closed DB (ErrClosed) or on one that
-// saw a fatal Pebble error (that error); mu is held.
-func (db *DB) checkOpenLocked() error {
-	if db.closed {
+// checkOpenLocked fails op of txn (0: none) on a closed DB with ErrClosed
+// (in a txnError for a transaction), and on one that saw a fatal Pebble
+// error with a *StorageError wrapping it; mu is held.
+func (db *DB) checkOpenLocked(op string, txn txnlock.TxnID) error {
+	switch {
+	case db.closed && txn.Valid():
+		return &txnError{op: op, txn: txn, err: ErrClosed}
+	case db.closed:
 		return ErrClosed
 	}
-	return db.fatal.failed()
+	return db.fatal.failed(op, txn)
 }
 
 // closePebble closes the Pebble DB that Open opened.

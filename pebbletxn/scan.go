@@ -29,8 +29,8 @@ func (t *Txn) Scan(cf *ColumnFamily, r txnlock.Range, fn func(key, value []byte)
 func (t *Txn) scanLocked(cf *ColumnFamily, r txnlock.Range, fn func(key, value []byte) bool) (err error) {
 	t.db.mu.RLock()
 	defer t.db.mu.RUnlock()
-	if err := t.db.checkOpenLocked(); err != nil {
-		return t.wrap("scan", err)
+	if err := t.db.checkOpenLocked("scan", t.id); err != nil {
+		return err
 	}
 	defer t.db.recoverPebble("scan", t.id, &err)
 	lower, upper := bounds(uint32(cf.id), r)

@@ -23,7 +23,7 @@ type Snapshot struct {
 func (db *DB) NewSnapshot() (_ *Snapshot, err error) {
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	if err := db.checkOpenLocked(); err != nil {
+	if err := db.checkOpenLocked("new snapshot", 0); err != nil {
 		return nil, err
 	}
 	defer db.recoverPebble("new snapshot", 0, &err)

@@ -74,13 +74,14 @@ func (l fatalLogger) Fatalf(format string, args ...any) {
 
 // fatalState remembers the first fatal Pebble error a DB saw.
 type fatalState struct {
-	err atomic.Pointer[StorageError]
+	err atomic.Pointer[FatalError]
 }
 
-// failed returns the DB's fatal error, or nil.
-func (f *fatalState) failed() error {
-	if e := f.err.Load(); e != nil {
-		return e
+// failed returns a *StorageError for op of txn wrapping the DB's fatal
+// error, or nil if there was none.
+func (f *fatalState) failed(op string, txn txnlock.TxnID) error {
+	if fe := f.err.Load(); fe != nil {
+		return &StorageError{Op: op, Txn: txn, Err: fe}
 	}
 	return nil
 }
@@ -97,9 +98,8 @@ func (db *DB) recoverPebble(op string, txn txnlock.TxnID, err *error) {
 	var fe *FatalError
 	switch {
 	case ok && errors.As(cause, &fe):
-		se := &StorageError{Op: op, Txn: txn, Err: fe}
-		db.fatal.err.CompareAndSwap(nil, se)
-		*err = se
+		db.fatal.err.CompareAndSwap(nil, fe)
+		*err = &StorageError{Op: op, Txn: txn, Err: fe}
 	case ok && errors.Is(cause, pebble.ErrClosed):
 		*err = &StorageError{Op: op, Txn: txn, Err: cause}
 	default:

@@ -67,7 +67,7 @@ func (db *DB) Begin(opts *TxnOptions) (_ *Txn, err error) {
 	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	if err := db.checkOpenLocked(); err != nil {
+	if err := db.checkOpenLocked("begin", 0); err != nil {
 		return nil, err
 	}
 	defer db.recoverPebble("begin", 0, &err)
@@ -124,8 +124,8 @@ func (t *Txn) Get(cf *ColumnFamily, key []byte) (value []byte, found bool, err e
 func (t *Txn) getLocked(cf *ColumnFamily, key []byte) (_ []byte, _ bool, err error) {
 	t.db.mu.RLock()
 	defer t.db.mu.RUnlock()
-	if err := t.db.checkOpenLocked(); err != nil {
-		return nil, false, t.wrap("get", err)
+	if err := t.db.checkOpenLocked("get", t.id); err != nil {
+		return nil, false, err
 	}
 	defer t.db.recoverPebble("get", t.id, &err)
 	v, closer, err := t.batch.Get(t.key(cf, key))
@@ -222,8 +222,8 @@ func (t *Txn) Commit() (err error) {
 	}
 	t.db.mu.RLock()
 	defer t.db.mu.RUnlock()
-	if err := t.db.checkOpenLocked(); err != nil {
-		return t.wrap("commit", err)
+	if err := t.db.checkOpenLocked("commit", t.id); err != nil {
+		return err
 	}
 	if err := t.confirmLocks(); err != nil {
 		return &txnError{op: "commit", txn: t.id, err: err}
@@ -248,15 +248,6 @@ func (t *Txn) confirmLocks() error {
 		return nil
 	}
 	return t.db.opts.Manager.Lock(context.Background(), req)
-}
-
-// wrap names the transaction's call in err: ErrClosed inside a txnError, a
-// *StorageError (a fatal Pebble error seen earlier) as it is.
-func (t *Txn) wrap(op string, err error) error {
-	if errors.Is(err, ErrClosed) {
-		return &txnError{op: op, txn: t.id, err: err}
-	}
-	return err
 }
 
 // Rollback discards the transaction's writes and releases its locks. On a

@@ -113,6 +113,7 @@ func walFailureRound(t *testing.T, round int) (fatals, ackedN int) {
 	_, err = db.Begin(nil)
 	var fe *FatalError
 	require.ErrorAs(t, err, &fe, "a DB that saw a fatal error must refuse new transactions")
+	require.ErrorContains(t, err, "pebbletxn: begin: storage failure: pebble fatal error:")
 	_ = db.Close() // Pebble's Close reports the WAL failure again
 
 	db = open(inner.CrashClone(vfs.CrashCloneCfg{}))

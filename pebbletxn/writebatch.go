@@ -39,7 +39,7 @@ func (w *WriteBatch) Commit(sync bool) (err error) {
 	}
 	w.db.mu.RLock()
 	defer w.db.mu.RUnlock()
-	if err := w.db.checkOpenLocked(); err != nil {
+	if err := w.db.checkOpenLocked("write batch commit", 0); err != nil {
 		return err
 	}
 	defer w.db.recoverPebble("write batch commit", 0, &err)
