@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -252,4 +253,4 @@ func logTransfer(db *DB, rng *rand.Rand, seq uint64) (err error) {
 }
 
 // padding makes log values large enough to fill memtables.
-const padding = "................................................................................................................................"
+var padding = strings.Repeat(".", 128)
