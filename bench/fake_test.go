@@ -29,7 +29,10 @@ type fakeDB struct {
 	// dupAutoInc makes InsertAuto hand out every id twice (a broken
 	// auto-increment, to show the slap row check can fail).
 	dupAutoInc bool
-	det        DeadlockStats
+	// skipAutoInc makes InsertAuto skip an id before every id it hands
+	// out (an auto-increment with gaps).
+	skipAutoInc bool
+	det         DeadlockStats
 }
 
 func newFakeDB(cfg TableConfig) *fakeDB {
@@ -176,6 +179,10 @@ func (tx *fakeTx) Insert(_ context.Context, t int, id, k int64, _, _ string) err
 func (tx *fakeTx) InsertAuto(_ context.Context, t int, k int64, _, _ string) (int64, error) {
 	tx.db.mu.Lock()
 	id := tx.db.mu.nextID + 1
+	if tx.db.skipAutoInc {
+		id++
+		tx.db.mu.nextID++
+	}
 	if !tx.db.dupAutoInc || tx.db.mu.calls[StmtInsertAuto]%2 == 1 {
 		tx.db.mu.nextID++
 	}

@@ -161,11 +161,18 @@ type SlapResult struct {
 	DuplicateIDs int64    `json:"duplicate_ids"` // in the table, or handed out twice by InsertAuto
 	Problems     []string `json:"problems,omitempty"`
 
+	// AUTO-INC check, summed over the iterations: the ids of committed
+	// inserts, against the consecutive ids after the prepared rows.
+	Inserts         int64  `json:"inserts"`          // committed inserts
+	InsertRollbacks uint64 `json:"insert_rollbacks"` // insert statements rolled back (each may consume an id)
+	AutoIncGaps     int64  `json:"autoinc_gaps"`     // ids skipped below the greatest id handed out
+
 	Digests []DigestStat `json:"digests,omitempty"`
 }
 
 // CheckOK reports whether every iteration's table held exactly the rows
-// expected, without duplicate ids.
+// expected, without duplicate ids, and (AUTO-INC mode 0) without gaps in
+// the ids unless an insert was rolled back.
 func (r *SlapResult) CheckOK() bool {
 	return r.RowsExpected == r.RowsFound && r.DuplicateIDs == 0 && len(r.Problems) == 0
 }
@@ -173,6 +180,7 @@ func (r *SlapResult) CheckOK() bool {
 // slapCounters are one client's error counts.
 type slapCounters struct {
 	deadlocks, assumed, timeouts, retries uint64
+	insertRollbacks                       uint64
 	inserted                              []int64 // ids that InsertAuto returned, committed
 }
 
@@ -254,24 +262,28 @@ func slapIteration(ctx context.Context, db DB, o SlapOptions, delays delayTable,
 		return 0, err
 	}
 	seen := make(map[int64]bool)
-	var inserted int64
+	var inserted, maxID int64
+	var rollbacks uint64
 	for i := range counters {
 		c := &counters[i]
 		r.Deadlocks += c.deadlocks
 		r.Assumed += c.assumed
 		r.Timeouts += c.timeouts
 		r.Retries += c.retries
+		rollbacks += c.insertRollbacks
 		for _, id := range c.inserted {
 			if seen[id] {
 				r.DuplicateIDs++
 			}
 			seen[id] = true
+			maxID = max(maxID, id)
 		}
 		inserted += int64(len(c.inserted))
 		if digests != nil {
 			digests.merge(sessions[i].digests)
 		}
 	}
+	r.checkAutoInc(o, inserted, rollbacks, maxID, int64(len(seen)))
 	r.Trips += db.DeadlockStats().Sub(det0).Trips
 	v, err := db.Verify()
 	if err != nil {
@@ -282,6 +294,24 @@ func slapIteration(ctx context.Context, db DB, o SlapOptions, delays delayTable,
 	r.DuplicateIDs += v.DuplicateIDs
 	r.Problems = append(r.Problems, v.Problems...)
 	return elapsed, nil
+}
+
+// checkAutoInc adds one iteration's AUTO-INC figures to r: ids are handed
+// out from TableSize+1, so the ids below the greatest one that no
+// committed insert holds are gaps. In mode 0 (a table AUTO-INC lock held
+// to the end of the statement) a gap without a rolled-back insert is a
+// problem; in modes 1 and 2 gaps are counted only.
+func (r *SlapResult) checkAutoInc(o SlapOptions, inserted int64, rollbacks uint64, maxID, distinct int64) {
+	r.Inserts += inserted
+	r.InsertRollbacks += rollbacks
+	if distinct == 0 {
+		return
+	}
+	gaps := maxID - int64(o.TableSize) - distinct
+	r.AutoIncGaps += gaps
+	if o.AutoIncMode == 0 && rollbacks == 0 && gaps > 0 {
+		r.Problems = append(r.Problems, fmt.Sprintf("AUTO-INC mode 0: %d ids skipped without a rolled-back insert", gaps))
+	}
 }
 
 // slapClient runs n autocommit statements. A deadlock victim or a
@@ -320,6 +350,9 @@ func slapClient(s *session, lt LoadType, n int, c *slapCounters) error {
 				return fmt.Errorf("%w: slap %s: %w", ErrUnexpected, kind, err)
 			}
 			c.retries++
+			if kind == LoadWrite {
+				c.insertRollbacks++
+			}
 		}
 	}
 	return nil
@@ -376,6 +409,10 @@ func WriteSlapReport(w io.Writer, rs []*SlapResult) {
 		}
 		fmt.Fprintf(w, "\tRow check over %d iterations: %d rows expected, %d found, %d duplicate ids: %s\n",
 			r.Iterations, r.RowsExpected, r.RowsFound, r.DuplicateIDs, status)
+		if r.Inserts > 0 || r.InsertRollbacks > 0 {
+			fmt.Fprintf(w, "\tAUTO-INC ids: %d inserted, %d skipped (gaps), %d inserts rolled back\n",
+				r.Inserts, r.AutoIncGaps, r.InsertRollbacks)
+		}
 		if len(r.Digests) > 0 {
 			fmt.Fprintf(w, "\tDigest statistics:\n")
 			WriteDigestStats(w, r.Digests)

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -50,6 +51,9 @@ func TestSlapAccounting(t *testing.T) {
 	assert.Positive(t, r.Assumed)
 	assert.Positive(t, r.Timeouts)
 	assert.Equal(t, r.Deadlocks+r.Assumed+r.Timeouts, r.Retries)
+	assert.EqualValues(t, 2*52, r.Inserts)
+	assert.Positive(t, r.InsertRollbacks)
+	assert.EqualValues(t, r.InsertRollbacks, r.AutoIncGaps, "each rolled-back insert consumed an id")
 	assert.EqualValues(t, 0, r.Trips, "trips are counted since the iteration began")
 	assert.LessOrEqual(t, r.Min, r.Avg)
 	assert.LessOrEqual(t, r.Avg, r.Max)
@@ -62,6 +66,7 @@ func TestSlapAccounting(t *testing.T) {
 		"Number of clients running queries: 4",
 		"Average number of queries per client: 25",
 		"Row check over 2 iterations: 124 rows expected, 124 found, 0 duplicate ids: ok",
+		fmt.Sprintf("AUTO-INC ids: 104 inserted, %d skipped (gaps), %d inserts rolled back", r.AutoIncGaps, r.InsertRollbacks),
 	} {
 		assert.Contains(t, buf.String(), want)
 	}
@@ -79,6 +84,33 @@ func TestSlapRowCheckFails(t *testing.T) {
 	var buf bytes.Buffer
 	WriteSlapReport(&buf, rs)
 	assert.Contains(t, buf.String(), "FAILED")
+}
+
+// TestSlapAutoIncGaps: an auto-increment that skips ids without a
+// rolled-back insert fails the check in mode 0 (a table AUTO-INC lock);
+// in mode 2 the gaps are counted and shown only.
+func TestSlapAutoIncGaps(t *testing.T) {
+	for _, mode := range []int{0, 2} {
+		var o fakeOpener
+		o.setup = func(db *fakeDB) { db.skipAutoInc = true }
+		opts := slapOpts(LoadWrite, 2)
+		opts.AutoIncMode = mode
+		rs, err := RunSlap(context.Background(), o.open, opts, nil)
+		require.NoError(t, err)
+		r := rs[0]
+		assert.EqualValues(t, 2*100, r.Inserts)
+		assert.EqualValues(t, 2*100, r.AutoIncGaps, "one id skipped before each")
+		assert.Zero(t, r.InsertRollbacks)
+		var buf bytes.Buffer
+		WriteSlapReport(&buf, rs)
+		assert.Contains(t, buf.String(), "AUTO-INC ids: 200 inserted, 200 skipped (gaps), 0 inserts rolled back")
+		if mode == 0 {
+			assert.False(t, r.CheckOK())
+			assert.Contains(t, buf.String(), "FAILED: AUTO-INC mode 0: 100 ids skipped without a rolled-back insert")
+		} else {
+			assert.True(t, r.CheckOK(), "%v", r.Problems)
+		}
+	}
 }
 
 // TestSlapLoadTypes: each load type runs its statement, and the total is

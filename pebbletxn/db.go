@@ -15,8 +15,9 @@ import (
 // concurrent use; a Txn is not (one goroutine per transaction).
 //
 // The DB owns the whole key space of the Pebble DB (see the key layout in
-// keys.go) but not the Pebble DB itself nor the lock manager: Close ends
-// the DB's transactions and leaves both open for the caller to close.
+// keys.go) but not the lock manager, nor the Pebble DB given to New: Close
+// ends the DB's transactions and leaves them open for the caller to close.
+// The Pebble DB that Open opened is the DB's, and Close closes it.
 type DB struct {
 	pdb  *pebble.DB
 	opts Options
@@ -36,6 +37,10 @@ type DB struct {
 	// every lock request, which need no Pebble access and so no RLock: a
 	// contended reader count would cost more than the lock request.
 	closedFlag atomic.Bool
+	// fatal holds the first fatal Pebble error a call recovered; set once.
+	fatal fatalState
+	// ownsPebble: Open made pdb, so Close closes it. Immutable.
+	ownsPebble bool
 
 	// cfMu guards cfs and nextCF.
 	cfMu   sync.Mutex
@@ -72,8 +77,10 @@ var nextTxnID atomic.Uint64
 // New wraps pdb. It loads the column family catalog and registers every
 // column family with opts.Manager (a column family the manager already has
 // is accepted). It returns a *txnlock.OptionsError listing every problem
-// with opts.
-func New(pdb *pebble.DB, opts Options) (*DB, error) {
+// with opts. Pebble's fatal errors go to pdb's own Logger (Pebble's
+// default stops the process); Open installs one that turns them into
+// errors where it can (see FatalError).
+func New(pdb *pebble.DB, opts Options) (_ *DB, err error) {
 	opts.EnsureDefaults()
 	var p txnlock.Problems
 	if pdb == nil {
@@ -92,6 +99,7 @@ func New(pdb *pebble.DB, opts Options) (*DB, error) {
 	}
 	db.defaultCF = &ColumnFamily{db: db, id: txnlock.DefaultColumnFamily, name: DefaultColumnFamilyName, prefix: cfPrefix(0)}
 	db.cfs[DefaultColumnFamilyName] = db.defaultCF
+	defer db.recoverPebble("new", 0, &err)
 	if err := db.loadCatalog(); err != nil {
 		return nil, err
 	}
@@ -104,14 +112,14 @@ func (db *DB) loadCatalog() error {
 	upper = append(append(upper, "cf/"...), 0xff)
 	it, err := db.pdb.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		return err
+		return storageErr("load catalog", 0, err)
 	}
 	defer it.Close()
 	for it.First(); it.Valid(); it.Next() {
 		name := string(it.Key()[len(lower):])
 		v := it.Value()
 		if len(v) != 4 {
-			return fmt.Errorf("pebbletxn: corrupt catalog entry for column family %q", name)
+			return fmt.Errorf("pebbletxn: load catalog: corrupt entry for column family %q", name)
 		}
 		id := binary.BigEndian.Uint32(v)
 		if err := db.registerLocked(name, id); err != nil {
@@ -119,7 +127,7 @@ func (db *DB) loadCatalog() error {
 		}
 		db.nextCF = max(db.nextCF, id+1)
 	}
-	return it.Error()
+	return storageErr("load catalog", 0, it.Error())
 }
 
 // registerLocked adds a handle and registers it with the manager (cfMu held,
@@ -137,14 +145,14 @@ func (db *DB) DefaultColumnFamily() *ColumnFamily { return db.defaultCF }
 
 // ColumnFamily returns the column family called name, creating it (and
 // persisting its id, synced) if it does not exist yet.
-func (db *DB) ColumnFamily(name string) (*ColumnFamily, error) {
+func (db *DB) ColumnFamily(name string) (_ *ColumnFamily, err error) {
 	if name == "" || len(name) > MaxColumnFamilyName {
 		return nil, fmt.Errorf("%w: %q", ErrColumnFamilyName, name)
 	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	if db.closed {
-		return nil, ErrClosed
+	if err := db.checkOpenLocked("create column family", 0); err != nil {
+		return nil, err
 	}
 	db.cfMu.Lock()
 	defer db.cfMu.Unlock()
@@ -155,8 +163,9 @@ func (db *DB) ColumnFamily(name string) (*ColumnFamily, error) {
 	if id >= metaID-1 || id > 1<<31-1 {
 		return nil, ErrTooManyColumnFamilies
 	}
+	defer db.recoverPebble("create column family", 0, &err)
 	if err := db.pdb.Set(catalogKey(name), binary.BigEndian.AppendUint32(nil, id), pebble.Sync); err != nil {
-		return nil, err
+		return nil, storageErr("create column family", 0, err)
 	}
 	if err := db.registerLocked(name, id); err != nil {
 		return nil, err
@@ -199,9 +208,9 @@ func (db *DB) Pebble() *pebble.DB { return db.pdb }
 
 // Close rolls back every open transaction (their later calls fail with
 // ErrClosed, their locks are released) and makes every later call fail
-// with ErrClosed. It waits for commits in flight. It closes neither the
-// Pebble DB nor the manager. Closing twice returns ErrClosed.
-func (db *DB) Close() error {
+// with ErrClosed. It waits for commits in flight. It closes the Pebble DB
+// if Open opened it, never the manager. Closing twice returns ErrClosed.
+func (db *DB) Close() (err error) {
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
@@ -223,7 +232,29 @@ func (db *DB) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	if db.ownsPebble {
+		errs = append(errs, db.closePebble())
+	}
 	return errors.Join(errs...)
+}
+
+// checkOpenLocked fails op of txn (0: none) on a closed DB with ErrClosed
+// (in a txnError for a transaction), and on one that saw a fatal Pebble
+// error with a *StorageError wrapping it; mu is held.
+func (db *DB) checkOpenLocked(op string, txn txnlock.TxnID) error {
+	switch {
+	case db.closed && txn.Valid():
+		return &txnError{op: op, txn: txn, err: ErrClosed}
+	case db.closed:
+		return ErrClosed
+	}
+	return db.fatal.failed(op, txn)
+}
+
+// closePebble closes the Pebble DB that Open opened.
+func (db *DB) closePebble() (err error) {
+	defer db.recoverPebble("close", 0, &err)
+	return storageErr("close", 0, db.pdb.Close())
 }
 
 // isClosed reports whether Close was called.

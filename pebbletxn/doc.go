@@ -2,6 +2,10 @@
 // txnlock lock manager: the TransactionDB that Pebble, unlike RocksDB, does
 // not have.
 //
+// Open opens a Pebble store and a DB over it (refusing a damaged
+// directory, and turning Pebble's fatal errors into errors where it can);
+// New wraps a Pebble DB the caller opened.
+//
 // A transaction locks what it reads for update and what it writes before
 // touching it, through a txnlock.Manager (pointlock for key locks,
 // rangelock for key and range locks). Its writes go to a Pebble indexed
@@ -78,14 +82,56 @@
 // Lock errors are the manager's, unchanged: errors.Is(err,
 // txnlock.ErrLockTimeout), errors.Is(err, txnlock.ErrDeadlock),
 // errors.As(err, &*txnlock.DeadlockError) all work. pebbletxn adds
-// ErrTxnDone (a call after Commit or Rollback) and ErrClosed (a closed DB;
-// it also matches txnlock.ErrClosed), and reports bad options as
-// *txnlock.OptionsError. A failed call leaves the transaction open and its
-// batch as before the call; the caller decides whether to roll back.
+// ErrTxnDone (a call after Commit or Rollback), ErrClosed (a closed DB;
+// it also matches txnlock.ErrClosed) and *StorageError (errors.Is
+// ErrStorage) for everything Pebble fails: I/O errors, corruption, a
+// closed Pebble DB (errors.Is pebble.ErrClosed), fatal Pebble errors
+// (*FatalError); it reports bad options as *txnlock.OptionsError. A failed
+// call leaves the transaction open and its batch as before the call; the
+// caller decides whether to roll back. A failed Commit ends the
+// transaction and applies nothing.
+//
+// # Durability
+//
+// A commit with SyncDurability returns once its batch is synced to the WAL
+// on stable storage: it survives a process crash, an OS crash and a power
+// loss. A commit with NoSyncDurability returns once its batch is in
+// Pebble's memtable and in the WAL writer's buffer in the process's memory;
+// Pebble writes that buffer to the OS in the background. Such a commit is
+// lost by a process crash that comes before the write (Pebble buffers the
+// WAL in its own memory), and by an OS crash or a power loss that comes
+// before the next sync (any later Sync commit, a memtable flush, or a
+// WAL rotation syncs it). What survives is always a prefix of the
+// commits in commit order, and never part of one: Pebble replays the WAL
+// up to its first torn or missing record and drops the rest.
+//
+// # Closing
+//
+// Three objects, each closed by its owner, in this order:
+//
+//	db.Close()    rolls back the open transactions, releases their locks;
+//	              later calls fail with ErrClosed. Closes neither of the two below.
+//	pdb.Close()   the Pebble DB (New's caller owns it; Open's DB closes it in db.Close)
+//	mgr.Close()   the lock manager, then its deadlock detector, if any
+//
+// Snapshots and WriteBatches are closed before the DB. A second Close of
+// a DB, a Snapshot or a WriteBatch returns an error matching
+// txnlock.ErrClosed, as a second Close of a manager or a detector does.
+//
+// Closed in another order, nothing panics and nothing is half applied:
+//   - The manager first: it dropped every lock, so a Commit fails with an
+//     error wrapping txnlock.ErrClosed and applies nothing (Commit
+//     re-locks one held lock to find out); Lock and every locking call
+//     fail the same way; Get, Scan, Rollback and db.Close still work.
+//   - The Pebble DB first: every call that reaches Pebble (Begin, Get,
+//     Scan, the locking reads after their lock, Commit, NewSnapshot,
+//     ColumnFamily, WriteBatch.Commit, every Snapshot read) returns a
+//     *StorageError wrapping pebble.ErrClosed. A Commit ends its
+//     transaction and releases its locks; Rollback and db.Close work.
 //
 // # Concurrency
 //
 // A DB is safe for concurrent use; a Txn belongs to one goroutine. DB.Close
 // rolls back the open transactions (their later calls fail with ErrClosed)
-// and leaves the Pebble DB and the manager to their owner.
+// and leaves the manager, and a Pebble DB given to New, to their owner.
 package pebbletxn

@@ -22,6 +22,10 @@ var (
 	ErrColumnFamilyName = errors.New("pebbletxn: invalid column family name")
 	// ErrTooManyColumnFamilies: every column family id is in use.
 	ErrTooManyColumnFamilies = errors.New("pebbletxn: too many column families")
+	// ErrStorage: Pebble failed the call (an I/O error, corruption, a
+	// closed Pebble DB, a fatal Pebble error). The error is a
+	// *StorageError, which keeps Pebble's error reachable.
+	ErrStorage = errors.New("pebbletxn: storage failure")
 )
 
 // txnError names the operation and transaction that failed and keeps the
@@ -32,5 +36,10 @@ type txnError struct {
 	err error
 }
 
-func (e *txnError) Error() string { return fmt.Sprintf("pebbletxn: %s (%v): %v", e.op, e.txn, e.err) }
+func (e *txnError) Error() string {
+	if !e.txn.Valid() {
+		return fmt.Sprintf("pebbletxn: %s: %v", e.op, e.err)
+	}
+	return fmt.Sprintf("pebbletxn: %s (%v): %v", e.op, e.txn, e.err)
+}
 func (e *txnError) Unwrap() error { return e.err }

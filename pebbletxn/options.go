@@ -28,10 +28,14 @@ type Options struct {
 	// Default: txnlock.DefaultTimeout (0, the manager's).
 	LockTimeout time.Duration
 	// Sync makes a Commit return only once its batch is synced to the WAL
-	// on stable storage; otherwise a commit is written to the WAL without
-	// waiting for the fsync (RocksDB's sync=false) and an OS crash may lose
-	// the last commits, never part of one. Transactions may override it.
-	// Default: false.
+	// on stable storage, so that it survives a process crash, an OS crash
+	// and a power loss. Without it a Commit returns once the batch is in
+	// the memtable and in Pebble's WAL buffer in the process's memory
+	// (RocksDB's sync=false, with the buffer in the process): a process
+	// crash as well as an OS crash or power loss may lose the last
+	// commits, never part of one, and what survives is a prefix of the
+	// commits in order (see Durability in the package doc).
+	// Transactions may override it. Default: false.
 	Sync bool
 }
 
@@ -66,8 +70,9 @@ const (
 	DefaultDurability Durability = iota
 	// SyncDurability: Commit returns once the batch is on stable storage.
 	SyncDurability
-	// NoSyncDurability: Commit returns once the batch is in the WAL (OS
-	// buffers) and the memtable.
+	// NoSyncDurability: Commit returns once the batch is in the memtable
+	// and in Pebble's WAL buffer, in the process's memory, not yet in the
+	// OS: a process crash may lose it (and the commits after it).
 	NoSyncDurability
 )
 

@@ -26,18 +26,19 @@ func (t *Txn) Scan(cf *ColumnFamily, r txnlock.Range, fn func(key, value []byte)
 }
 
 // scanLocked iterates the batch over r (the transaction already checked).
-func (t *Txn) scanLocked(cf *ColumnFamily, r txnlock.Range, fn func(key, value []byte) bool) error {
+func (t *Txn) scanLocked(cf *ColumnFamily, r txnlock.Range, fn func(key, value []byte) bool) (err error) {
 	t.db.mu.RLock()
 	defer t.db.mu.RUnlock()
-	if t.db.closed {
-		return &txnError{op: "scan", txn: t.id, err: ErrClosed}
+	if err := t.db.checkOpenLocked("scan", t.id); err != nil {
+		return err
 	}
+	defer t.db.recoverPebble("scan", t.id, &err)
 	lower, upper := bounds(uint32(cf.id), r)
 	it, err := t.batch.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		return err
+		return storageErr("scan", t.id, err)
 	}
-	return iterate(it, fn)
+	return storageErr("scan", t.id, iterate(it, fn))
 }
 
 // iterate walks it from First, stripping the column family prefix, and

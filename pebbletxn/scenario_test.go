@@ -3,12 +3,15 @@ package pebbletxn
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/deadlock"
 )
@@ -29,13 +32,20 @@ import (
 // Status, never by sleeping); its result prints after the command that
 // unblocks it.
 func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		s := &scenario{t: t}
-		defer s.close()
-		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
-			return s.run(d)
+	entries, err := os.ReadDir("testdata")
+	require.NoError(t, err)
+	for _, e := range entries {
+		if e.IsDir() { // testdata/fuzz: FuzzTxnModel's corpus
+			continue
+		}
+		t.Run(e.Name(), func(t *testing.T) {
+			s := &scenario{t: t}
+			defer s.close()
+			datadriven.RunTest(t, filepath.Join("testdata", e.Name()), func(t *testing.T, d *datadriven.TestData) string {
+				return s.run(d)
+			})
 		})
-	})
+	}
 }
 
 type pendingOp struct {

@@ -40,8 +40,9 @@ type Txn struct {
 }
 
 // Begin starts a transaction. opts may be nil. It fails with ErrClosed on a
-// closed DB and with a *txnlock.OptionsError for bad options.
-func (db *DB) Begin(opts *TxnOptions) (*Txn, error) {
+// closed DB, with a *StorageError on a closed Pebble DB or after a fatal
+// Pebble error, and with a *txnlock.OptionsError for bad options.
+func (db *DB) Begin(opts *TxnOptions) (_ *Txn, err error) {
 	var o TxnOptions
 	if opts != nil {
 		o = *opts
@@ -66,8 +67,12 @@ func (db *DB) Begin(opts *TxnOptions) (*Txn, error) {
 	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
-	if db.closed {
-		return nil, ErrClosed
+	if err := db.checkOpenLocked("begin", 0); err != nil {
+		return nil, err
+	}
+	defer db.recoverPebble("begin", 0, &err)
+	if err := db.probePebble(); err != nil {
+		return nil, storageErr("begin", 0, err)
 	}
 	t.batch = db.pdb.NewIndexedBatch()
 	db.addTxn(t)
@@ -116,18 +121,19 @@ func (t *Txn) Get(cf *ColumnFamily, key []byte) (value []byte, found bool, err e
 
 // getLocked reads through the batch (no transaction lock needed; the name
 // says the caller has validated the transaction).
-func (t *Txn) getLocked(cf *ColumnFamily, key []byte) ([]byte, bool, error) {
+func (t *Txn) getLocked(cf *ColumnFamily, key []byte) (_ []byte, _ bool, err error) {
 	t.db.mu.RLock()
 	defer t.db.mu.RUnlock()
-	if t.db.closed {
-		return nil, false, &txnError{op: "get", txn: t.id, err: ErrClosed}
+	if err := t.db.checkOpenLocked("get", t.id); err != nil {
+		return nil, false, err
 	}
+	defer t.db.recoverPebble("get", t.id, &err)
 	v, closer, err := t.batch.Get(t.key(cf, key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, err
+		return nil, false, storageErr("get", t.id, err)
 	}
 	out := append([]byte(nil), v...)
 	return out, true, closer.Close()
@@ -193,8 +199,16 @@ func (t *Txn) DeleteUntracked(cf *ColumnFamily, key []byte) error {
 // Commit applies the transaction's writes atomically (synced to the WAL if
 // its durability says so), then releases every lock. The transaction ends
 // whatever the outcome: on an error nothing was applied and the locks are
-// released as by Rollback.
-func (t *Txn) Commit() error {
+// released as by Rollback, except after a *FatalError, when Pebble's state
+// is unknown until the store is reopened.
+//
+// Before applying, Commit asks the manager once more for one lock the
+// transaction holds (a re-lock: granted at once, nothing changes; the
+// manager's Stats.Acquired counts it). A manager closed since the locks
+// were granted has dropped them, so the commit fails with an error
+// wrapping txnlock.ErrClosed and applies nothing. A transaction that holds
+// no lock (only untracked writes) is not checked.
+func (t *Txn) Commit() (err error) {
 	if err := t.check("commit"); err != nil {
 		return err
 	}
@@ -208,13 +222,32 @@ func (t *Txn) Commit() error {
 	}
 	t.db.mu.RLock()
 	defer t.db.mu.RUnlock()
-	if t.db.closed {
-		return &txnError{op: "commit", txn: t.id, err: ErrClosed}
+	if err := t.db.checkOpenLocked("commit", t.id); err != nil {
+		return err
 	}
-	if err := t.db.pdb.Apply(t.batch, t.wo); err != nil {
+	if err := t.confirmLocks(); err != nil {
 		return &txnError{op: "commit", txn: t.id, err: err}
 	}
-	return nil
+	defer t.db.recoverPebble("commit", t.id, &err)
+	return storageErr("commit", t.id, t.db.pdb.Apply(t.batch, t.wo))
+}
+
+// confirmLocks re-locks one lock the transaction holds, without waiting:
+// the manager grants it at once while it still holds it, and fails with
+// txnlock.ErrClosed once closed.
+func (t *Txn) confirmLocks() error {
+	req := txnlock.Request{Txn: t.id, Timeout: txnlock.NoWait}
+	switch s := &t.locks; {
+	case len(s.points) > 0:
+		p := s.points[0]
+		req.CF, req.Range, req.Mode = p.cf, txnlock.Point(p.key(s.keys)), p.mode
+	case len(s.ranges) > 0:
+		h := s.ranges[0]
+		req.CF, req.Range, req.Mode = h.cf, h.r, h.mode
+	default:
+		return nil
+	}
+	return t.db.opts.Manager.Lock(context.Background(), req)
 }
 
 // Rollback discards the transaction's writes and releases its locks. On a

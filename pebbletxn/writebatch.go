@@ -18,6 +18,9 @@ func (db *DB) NewWriteBatch() *WriteBatch {
 
 // Put sets key in cf (nil: default) to value.
 func (w *WriteBatch) Put(cf *ColumnFamily, key, value []byte) error {
+	if w.batch == nil {
+		return &txnError{op: "write batch put", err: ErrClosed}
+	}
 	cf, err := w.db.resolve(cf)
 	if err != nil {
 		return err
@@ -30,22 +33,33 @@ func (w *WriteBatch) Put(cf *ColumnFamily, key, value []byte) error {
 func (w *WriteBatch) Len() int { return int(w.batch.Count()) }
 
 // Commit applies the batch (synced if sync) and empties it for reuse.
-func (w *WriteBatch) Commit(sync bool) error {
+func (w *WriteBatch) Commit(sync bool) (err error) {
+	if w.batch == nil {
+		return &txnError{op: "write batch commit", err: ErrClosed}
+	}
 	w.db.mu.RLock()
 	defer w.db.mu.RUnlock()
-	if w.db.closed {
-		return ErrClosed
+	if err := w.db.checkOpenLocked("write batch commit", 0); err != nil {
+		return err
 	}
+	defer w.db.recoverPebble("write batch commit", 0, &err)
 	wo := pebble.NoSync
 	if sync {
 		wo = pebble.Sync
 	}
 	if err := w.db.pdb.Apply(w.batch, wo); err != nil {
-		return err
+		return storageErr("write batch commit", 0, err)
 	}
 	w.batch.Reset()
 	return nil
 }
 
-// Close discards the batch.
-func (w *WriteBatch) Close() error { return w.batch.Close() }
+// Close discards the batch. A second Close returns ErrClosed.
+func (w *WriteBatch) Close() error {
+	if w.batch == nil {
+		return &txnError{op: "close write batch", err: ErrClosed}
+	}
+	err := w.batch.Close()
+	w.batch = nil
+	return err
+}

@@ -66,29 +66,29 @@ func Open(opts Options) (*DB, error) {
 	db.mgr = mgr
 	db.closer = append(db.closer, closers...)
 
-	po := &pebble.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize}
-	if opts.Dir == "" {
+	po := &pebble.Options{CacheSize: opts.CacheSize, MemTableSize: opts.MemTableSize, FS: opts.FS}
+	if po.FS == nil && opts.Dir == "" {
 		po.FS = vfs.NewMem()
 	}
 	if !opts.PebbleLogger {
 		po.Logger = quietLogger{}
 		po.EventListener = &pebble.EventListener{}
 	}
-	pdb, err := pebble.Open(opts.Dir, po)
-	if err != nil {
-		return nil, err
-	}
-	db.pdb = pdb
-	db.closer = append(db.closer, pdb.Close)
-	tdb, err := pebbletxn.New(pdb, pebbletxn.Options{
-		Manager:      mgr,
-		RangeLocking: opts.Lock == LockRange,
-		Sync:         opts.Sync,
+	// pebbletxn.Open refuses a damaged directory and turns Pebble's fatal
+	// errors into errors where it can; its Close closes the Pebble DB.
+	tdb, err := pebbletxn.Open(opts.Dir, pebbletxn.OpenOptions{
+		Options: pebbletxn.Options{
+			Manager:      mgr,
+			RangeLocking: opts.Lock == LockRange,
+			Sync:         opts.Sync,
+		},
+		Pebble: po,
 	})
 	if err != nil {
 		return nil, err
 	}
 	db.tdb = tdb
+	db.pdb = tdb.Pebble()
 	db.closer = append(db.closer, tdb.Close)
 	db.lockCF = tdb.DefaultColumnFamily()
 	db.tables = make([]*table, opts.Tables+1)
@@ -190,7 +190,8 @@ func (db *DB) closeAll() error {
 }
 
 // quietLogger drops Pebble's informational logs and keeps its errors off
-// stderr as well; fatal errors still stop the process.
+// stderr as well. pebbletxn.Open handles fatal errors with a logger of its
+// own, which passes Infof and Errorf on to this one.
 type quietLogger struct{}
 
 func (quietLogger) Infof(string, ...any)  {}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/txnlock/txnlock"
 )
 
@@ -84,6 +85,10 @@ type Options struct {
 	// Dir is the Pebble directory; "" keeps the DB in memory (vfs.NewMem).
 	// Default: "".
 	Dir string
+	// FS is the filesystem Dir is on, for tests of crashes and failing
+	// disks (vfs.NewCrashableMem, errorfs). Default: nil, vfs.Default, or
+	// a fresh vfs.NewMem when Dir is "".
+	FS vfs.FS
 	// Sync makes every commit wait for its WAL fsync (otherwise the WAL is
 	// written without fsync, as the RocksDB anchor's sync=false). The WAL
 	// is always on. Default: false.
