@@ -33,6 +33,7 @@ type fakeDB struct {
 	// out (an auto-increment with gaps).
 	skipAutoInc bool
 	det         DeadlockStats
+	detGrowth   DeadlockStats
 }
 
 func newFakeDB(cfg TableConfig) *fakeDB {
@@ -66,10 +67,20 @@ func (o *fakeOpener) open(_ context.Context, cfg TableConfig) (DB, error) {
 	return db, nil
 }
 
-func (db *fakeDB) Begin() Tx                    { return &fakeTx{db: db} }
-func (db *fakeDB) LockStats() txnlock.Stats     { return txnlock.Stats{} }
-func (db *fakeDB) DeadlockStats() DeadlockStats { return db.det }
-func (db *fakeDB) Close() error                 { return nil }
+func (db *fakeDB) Begin() Tx                { return &fakeTx{db: db} }
+func (db *fakeDB) LockStats() txnlock.Stats { return txnlock.Stats{} }
+
+// DeadlockStats returns det, and then det plus detGrowth on every later
+// call: a detector whose counters move while a run goes on.
+func (db *fakeDB) DeadlockStats() DeadlockStats {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	d := db.det
+	db.det.Trips += db.detGrowth.Trips
+	db.det.Deferred += db.detGrowth.Deferred
+	return d
+}
+func (db *fakeDB) Close() error { return nil }
 
 func (db *fakeDB) Verify() (VerifyReport, error) {
 	db.mu.Lock()

@@ -62,7 +62,7 @@ func (s *sbDB) LockStats() txnlock.Stats { return s.db.LockStats() }
 
 func (s *sbDB) DeadlockStats() DeadlockStats {
 	st := s.det.Stats()
-	return DeadlockStats{Deadlocks: st.Deadlocks, Trips: st.Trips, Assumed: st.Assumed}
+	return DeadlockStats{Deadlocks: st.Deadlocks, Trips: st.Trips, Deferred: st.Deferred, Assumed: st.Assumed}
 }
 
 // Verify maps sbtest's report: an inconsistent table is a report with

@@ -21,7 +21,8 @@ func slapOpts(lt LoadType, clients ...int) SlapOptions {
 func TestSlapAccounting(t *testing.T) {
 	var o fakeOpener
 	o.setup = func(db *fakeDB) {
-		db.det = DeadlockStats{Trips: 3}
+		db.det = DeadlockStats{Trips: 3, Deferred: 3}
+		db.detGrowth = DeadlockStats{Trips: 2, Deferred: 2}
 		db.fault = func(k StmtKind, n int) error {
 			switch {
 			case k == StmtInsertAuto && n%5 == 0:
@@ -54,7 +55,8 @@ func TestSlapAccounting(t *testing.T) {
 	assert.EqualValues(t, 2*52, r.Inserts)
 	assert.Positive(t, r.InsertRollbacks)
 	assert.EqualValues(t, r.InsertRollbacks, r.AutoIncGaps, "each rolled-back insert consumed an id")
-	assert.EqualValues(t, 0, r.Trips, "trips are counted since the iteration began")
+	assert.EqualValues(t, 2*2, r.Trips, "trips are counted since the iteration began")
+	assert.EqualValues(t, 2*2, r.Deferred, "and so are deferred searches")
 	assert.LessOrEqual(t, r.Min, r.Avg)
 	assert.LessOrEqual(t, r.Avg, r.Max)
 

@@ -137,10 +137,11 @@ func (v VerifyReport) OK() bool { return len(v.Problems) == 0 && v.DuplicateIDs 
 type DeadlockStats struct {
 	Deadlocks uint64 // real cycles found (victims chosen)
 	Trips     uint64 // searches that hit a limit (circuit breaker trips)
+	Deferred  uint64 // trips handed to the background pass (the default policy)
 	Assumed   uint64 // trips reported as deadlocks (assume-deadlock policy)
 }
 
 // Sub returns s - o (counters since o).
 func (s DeadlockStats) Sub(o DeadlockStats) DeadlockStats {
-	return DeadlockStats{Deadlocks: s.Deadlocks - o.Deadlocks, Trips: s.Trips - o.Trips, Assumed: s.Assumed - o.Assumed}
+	return DeadlockStats{Deadlocks: s.Deadlocks - o.Deadlocks, Trips: s.Trips - o.Trips, Deferred: s.Deferred - o.Deferred, Assumed: s.Assumed - o.Assumed}
 }

@@ -90,13 +90,13 @@ func writeSlap(stdout io.Writer, o bench.SlapOptions, rs []*bench.SlapResult, fo
 func writeSlapCSV(w io.Writer, rs []*bench.SlapResult) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"lock", "clients", "iterations", "queries_per_client", "avg_s", "min_s", "max_s",
-		"deadlocks", "breaker_trips", "assumed_deadlocks", "timeouts", "retries", "rows_expected", "rows_found", "duplicate_ids", "check_ok"})
+		"deadlocks", "breaker_trips", "deferred_searches", "assumed_deadlocks", "timeouts", "retries", "rows_expected", "rows_found", "duplicate_ids", "check_ok"})
 	for _, r := range rs {
 		s := func(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) }
 		u := func(n uint64) string { return strconv.FormatUint(n, 10) }
 		cw.Write([]string{string(r.Lock), strconv.Itoa(r.Concurrency), strconv.Itoa(r.Iterations), strconv.Itoa(r.QueriesPerClient),
 			s(r.Avg.Seconds()), s(r.Min.Seconds()), s(r.Max.Seconds()),
-			u(r.Deadlocks), u(r.Trips), u(r.Assumed), u(r.Timeouts), u(r.Retries),
+			u(r.Deadlocks), u(r.Trips), u(r.Deferred), u(r.Assumed), u(r.Timeouts), u(r.Retries),
 			strconv.FormatInt(r.RowsExpected, 10), strconv.FormatInt(r.RowsFound, 10), strconv.FormatInt(r.DuplicateIDs, 10),
 			strconv.FormatBool(r.CheckOK())})
 	}
