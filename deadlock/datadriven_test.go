@@ -10,6 +10,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/ddtest"
 	"github.com/txnlock/txnlock/internal/manualclock"
 )
 
@@ -80,7 +81,7 @@ func (c *steppingClock) Now() time.Time {
 }
 
 func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	ddtest.Walk(t, "testdata", func(t *testing.T, path string) {
 		s := &scenario{t: t}
 		s.reset(Options{})
 		defer func() { require.NoError(t, s.d.Close()) }()

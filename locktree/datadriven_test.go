@@ -8,6 +8,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/ddtest"
 )
 
 // TestScenarios runs the scenario files in testdata. Commands:
@@ -29,7 +30,7 @@ import (
 // is txnlock.Prefix(p). Each run checks the tree's invariants after every
 // command.
 func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	ddtest.Walk(t, "testdata", func(t *testing.T, path string) {
 		tr := New()
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			out := runCommand(t, tr, d)

@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/datadriven"
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/ddtest"
 	"github.com/txnlock/txnlock/internal/manualclock"
 )
 
@@ -31,7 +32,7 @@ import (
 // command, requests that left the queue are awaited and their outcome is
 // printed. Nothing sleeps to "make sure" something waits.
 func TestScenarios(t *testing.T) {
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	ddtest.Walk(t, "testdata", func(t *testing.T, path string) {
 		env := &scenarioEnv{t: t}
 		defer env.closeAll()
 		datadriven.RunTest(t, path, env.run)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/datadriven"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/ddtest"
 	"github.com/txnlock/txnlock/internal/manualclock"
 	"go.uber.org/goleak"
 )
@@ -36,7 +37,7 @@ import (
 // starts with "(" as a list); a bound may be -inf or +inf.
 func TestScenarios(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+	ddtest.Walk(t, "testdata", func(t *testing.T, path string) {
 		h := &harness{t: t}
 		defer h.cleanup()
 		datadriven.RunTest(t, path, h.run)
