@@ -27,15 +27,15 @@ const (
 // LoadTypes lists every load type.
 var LoadTypes = []LoadType{LoadMixed, LoadUpdate, LoadWrite, LoadKey, LoadRead}
 
-// Defaults of SlapOptions: the first seed's mysqlslap -i10 -c200 then
-// -c500, blackhole/MyISAM/InnoDB (none/table/point, and range), mixed.
+// Defaults of SlapOptions: the mysqlslap run that made InnoDB's deadlock
+// search give up, -i10 -c200 then -c500, blackhole/MyISAM/InnoDB (none/table/point, and range), mixed.
 const (
 	DefaultSlapIterations = 10
 	DefaultSlapQueries    = 5000
 	DefaultSlapTableSize  = 100 // mysqlslap's --auto-generate-sql-write-number
 )
 
-// DefaultSlapConcurrency is the first seed's session counts.
+// DefaultSlapConcurrency is that run's client counts (mysqlslap -c).
 var DefaultSlapConcurrency = []int{200, 500}
 
 // SlapOptions configure a mysqlslap-style run: for each lock kind and
@@ -48,7 +48,7 @@ type SlapOptions struct {
 	// Iterations runs each (lock, concurrency) this many times. Default:
 	// DefaultSlapIterations (10).
 	Iterations int
-	// Locks are the lock kinds (the seed's engines: none = blackhole,
+	// Locks are the lock kinds (standing for mysqlslap's engines: none = blackhole,
 	// table = MyISAM, point = InnoDB). Default: none, table, point, range.
 	Locks []LockKind
 	// LoadType is the statement mix. Default: LoadMixed.
@@ -62,7 +62,7 @@ type SlapOptions struct {
 	// DefaultSlapQueries (5000).
 	NumberOfQueries int
 	// TableOptions: the table size, layout, storage, lock-wait timeout
-	// and seed. Defaults: TableOptions's, but TableSize is
+	// and random seed. Defaults: TableOptions's, but TableSize is
 	// DefaultSlapTableSize (100), mysqlslap's
 	// --auto-generate-sql-write-number.
 	TableOptions
@@ -424,7 +424,7 @@ func WriteSlapReport(w io.Writer, rs []*SlapResult) {
 	}
 }
 
-// engineOf names the seed's engine that a lock kind stands for.
+// engineOf names the mysqlslap engine that a lock kind stands for.
 func engineOf(l LockKind) string {
 	switch l {
 	case LockNone:

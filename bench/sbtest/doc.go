@@ -9,9 +9,9 @@
 //	                      KEY k_1 (k))        -- k_1 left out with Options.NoSK
 //
 // Tables sbtest1 … sbtestN live in one Pebble DB, in memory (vfs.NewMem,
-// the seed's /dev/shm datadir; the default) or in Options.Dir. The WAL is
+// MyRocks' benchmark's /dev/shm datadir; the default) or in Options.Dir. The WAL is
 // always on; Options.Sync makes each commit wait for its fsync (the
-// benchmarks use NoSync, as the RocksDB anchor runs with sync=false). A
+// benchmarks use NoSync, as the RocksDB comparison runs with sync=false). A
 // row is a PK entry and, with the index, an SK entry:
 //
 //	PK  't' table 'p' id     → k, c, pad
@@ -22,7 +22,7 @@
 //
 //	shared      every table and index in the default column family
 //	per-table   "sbtestN": the PK and SK of one table together
-//	per-index   "sbtestN.PRIMARY" and "sbtestN.k_1" (the seed's make-4-cfs.sql)
+//	per-index   "sbtestN.PRIMARY" and "sbtestN.k_1" (MyRocks' make-4-cfs.sql)
 //
 // # The life of a transaction
 //
@@ -64,7 +64,7 @@
 // it modifies), and RangeSelect FOR UPDATE locks each row found. For
 // oltp_write_only it sends the requests range does, to a point manager:
 // range against point-sk compares the two managers alone (the RocksDB
-// anchor's point+sk mode makes the same comparison).
+// comparison's point+sk mode makes the same comparison).
 //
 // PK, SK: a point lock on the entry's key (a single-key range under range
 // locking). T: the table lock, one per table per transaction. AI: the
@@ -87,7 +87,7 @@
 // UPDATE k=k+1 (id1); UPDATE c (id2); DELETE (id3); INSERT (id3, same k or
 // not); COMMIT — with distinct ids:
 //
-//	                         txnlock   seed (MyRocks)
+//	                         txnlock   MyRocks
 //	point                    3         3   the INSERT reuses the DELETE's PK lock
 //	range                    7         8   MyRocks re-sends the INSERT's PK lock
 //	range, no SK             3         4   the same re-send

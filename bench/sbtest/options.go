@@ -55,12 +55,12 @@ const (
 	// LayoutPerTable: one column family per table, "sbtestN".
 	LayoutPerTable Layout = "per-table"
 	// LayoutPerIndex: one per index, "sbtestN.PRIMARY" and "sbtestN.k_1"
-	// (the seed's make-4-cfs.sql).
+	// (MyRocks' make-4-cfs.sql).
 	LayoutPerIndex Layout = "per-index"
 )
 
 // Defaults. The Pebble sizes are RocksDB 7.8's defaults (a 64 MB write
-// buffer, a 32 MB block cache), which the RocksDB anchor runs with; Pebble's
+// buffer, a 32 MB block cache), which the RocksDB comparison runs with; Pebble's
 // own (4 MB memtable, 8 MB cache) make a 10000-row table churn through
 // flushes and compactions, and reads miss the cache and decompress blocks.
 const (
@@ -90,7 +90,7 @@ type Options struct {
 	// a fresh vfs.NewMem when Dir is "".
 	FS vfs.FS
 	// Sync makes every commit wait for its WAL fsync (otherwise the WAL is
-	// written without fsync, as the RocksDB anchor's sync=false). The WAL
+	// written without fsync, as the RocksDB comparison's sync=false). The WAL
 	// is always on. Default: false.
 	Sync bool
 	// Lock is the lock kind. Default: LockPoint.
