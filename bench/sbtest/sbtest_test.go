@@ -13,7 +13,7 @@ import (
 )
 
 // Lock requests per oltp_write_only transaction. Ours: 3 / 7 / 3 (point /
-// range / range without the SK index; point-sk as range). The
+// range / range without the SK index; point-sk as range).
 // MyRocks' published figures: 3 / 8 / 4 (it re-sends the INSERT's PK lock).
 func TestLockCountsWriteOnly(t *testing.T) {
 	for _, c := range []struct {
