@@ -122,7 +122,9 @@
 //   - The manager first: it dropped every lock, so a Commit fails with an
 //     error wrapping txnlock.ErrClosed and applies nothing (Commit
 //     re-locks one held lock to find out); Lock and every locking call
-//     fail the same way; Get, Scan, Rollback and db.Close still work.
+//     fail the same way; Get, Scan, Rollback and db.Close still work. A
+//     manager closed while a Commit is applying its batch, after that
+//     check, does not stop it: close the DB first to end commits.
 //   - The Pebble DB first: every call that reaches Pebble (Begin, Get,
 //     Scan, the locking reads after their lock, Commit, NewSnapshot,
 //     ColumnFamily, WriteBatch.Commit, every Snapshot read) returns a
