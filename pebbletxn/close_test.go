@@ -104,8 +104,8 @@ func TestCloseManagerFirst(t *testing.T) {
 }
 
 // The Pebble DB closed first: every call that reaches Pebble returns a
-// *StorageError wrapping pebble.ErrClosed instead of panicking; a
-// transaction's Commit ends it and releases its locks.
+// *StorageError wrapping pebble.ErrClosed instead of panicking (Begin
+// reaches none); a transaction's Commit ends it and releases its locks.
 func TestClosePebbleFirst(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(string(kind), func(t *testing.T) {
@@ -122,8 +122,13 @@ func TestClosePebbleFirst(t *testing.T) {
 				var se *StorageError
 				require.ErrorAs(t, err, &se)
 			}
-			_, err := e.db.Begin(nil)
+			// Begin touches no Pebble state: it succeeds, and the new
+			// transaction's first read fails.
+			late, err := e.db.Begin(nil)
+			require.NoError(t, err)
+			_, _, err = late.Get(nil, []byte("k"))
 			isClosed(err)
+			require.NoError(t, late.Rollback())
 			_, _, err = reader.Get(nil, []byte("k"))
 			isClosed(err)
 			_, _, err = reader.GetForUpdate(bg, nil, []byte("g"), txnlock.Shared)

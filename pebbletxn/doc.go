@@ -125,11 +125,13 @@
 //     fail the same way; Get, Scan, Rollback and db.Close still work. A
 //     manager closed while a Commit is applying its batch, after that
 //     check, does not stop it: close the DB first to end commits.
-//   - The Pebble DB first: every call that reaches Pebble (Begin, Get,
+//   - The Pebble DB first: every call that reaches Pebble (Get,
 //     Scan, the locking reads after their lock, Commit, NewSnapshot,
 //     ColumnFamily, WriteBatch.Commit, every Snapshot read) returns a
-//     *StorageError wrapping pebble.ErrClosed. A Commit ends its
-//     transaction and releases its locks; Rollback and db.Close work.
+//     *StorageError wrapping pebble.ErrClosed. Begin touches no Pebble
+//     state, so it still succeeds, and the transaction's first read or its
+//     Commit fails. A Commit ends its transaction and releases its locks;
+//     Rollback and db.Close work.
 //
 // # Concurrency
 //

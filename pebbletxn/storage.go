@@ -107,19 +107,6 @@ func (db *DB) recoverPebble(op string, txn txnlock.TxnID, err *error) {
 	}
 }
 
-// probePebble fails if the Pebble DB is closed: Apply of an empty batch
-// writes nothing, and panics with pebble.ErrClosed on a closed DB (for the
-// caller's recoverPebble). A read-only Pebble DB passes. Begin calls it,
-// because creating a batch does not check.
-func (db *DB) probePebble() error {
-	b := db.pdb.NewBatch()
-	defer b.Close()
-	if err := db.pdb.Apply(b, pebble.NoSync); err != nil && !errors.Is(err, pebble.ErrReadOnly) {
-		return err
-	}
-	return nil
-}
-
 // storageErr wraps a Pebble error returned by op.
 func storageErr(op string, txn txnlock.TxnID, err error) error {
 	if err == nil {
