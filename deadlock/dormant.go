@@ -163,17 +163,3 @@ func (t *dormant) count() int {
 	}
 	return n
 }
-
-// parked returns a copy of the parked waits (tests).
-func (t *dormant) parked() []txnlock.WaitEdge {
-	var out []txnlock.WaitEdge
-	for i := range t.slots {
-		s := &t.slots[i]
-		s.mu.Lock()
-		for _, p := range s.waits {
-			out = append(out, p.e)
-		}
-		s.mu.Unlock()
-	}
-	return out
-}

@@ -238,3 +238,17 @@ func TestBlockNilWaiter(t *testing.T) {
 	require.NotPanics(t, func() { require.False(t, d.Block(txnlock.WaitEdge{Resource: r})) })
 	require.Zero(t, d.Stats().Waits)
 }
+
+// parked returns a copy of the parked waits (a test helper).
+func (t *dormant) parked() []txnlock.WaitEdge {
+	var out []txnlock.WaitEdge
+	for i := range t.slots {
+		s := &t.slots[i]
+		s.mu.Lock()
+		for _, p := range s.waits {
+			out = append(out, p.e)
+		}
+		s.mu.Unlock()
+	}
+	return out
+}

@@ -382,10 +382,6 @@ func snapshotOf(flat []flatWait, arena []txnlock.TxnID) *graph {
 	return s
 }
 
-// snapshot copies the graph (tests; the detector uses flatten and
-// snapshotOf to keep the copy under its mutex short).
-func (g *graph) snapshot() *graph { return snapshotOf(g.flatten(nil, nil)) }
-
 // roots returns the waiting transactions in id order, so that a full
 // search is deterministic.
 func (g *graph) roots() []*txnNode {

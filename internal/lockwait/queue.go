@@ -24,9 +24,6 @@ func (w *Waiter) Next() *Waiter { return w.next }
 // Prev returns the waiter before w in its queue, or nil.
 func (w *Waiter) Prev() *Waiter { return w.prev }
 
-// Queued reports whether w is linked in a queue.
-func (w *Waiter) Queued() bool { return w.queue != nil }
-
 // PushBack appends w (a new request joins the end of the line).
 func (q *Queue) PushBack(w *Waiter) {
 	w.queue, w.prev, w.next = q, q.tail, nil

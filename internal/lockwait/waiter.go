@@ -125,9 +125,6 @@ func (w *Waiter) Fail(err error) bool {
 // inactive waiters when scanning a queue.
 func (w *Waiter) Active() bool { return w.state.Load() == stateWaiting }
 
-// Granted reports whether Grant succeeded.
-func (w *Waiter) Granted() bool { return w.state.Load() == stateGranted }
-
 // Err is the failure, or nil if the waiter was granted or still waits.
 func (w *Waiter) Err() error {
 	if w.state.Load() != stateFailed {

@@ -220,3 +220,9 @@ func TestReleaseRecycles(t *testing.T) {
 		require.Same(t, w, q.Front())
 	})
 }
+
+// Queued (a test helper) reports whether w is linked in a queue.
+func (w *Waiter) Queued() bool { return w.queue != nil }
+
+// Granted (a test helper) reports whether Grant succeeded.
+func (w *Waiter) Granted() bool { return w.state.Load() == stateGranted }
