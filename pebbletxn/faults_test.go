@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/deadlock"
+	"github.com/txnlock/txnlock/internal/testenv"
 )
 
 // faultyDisk injects errorfs.ErrInjected into the operations that match
@@ -65,7 +66,7 @@ func isSST(op errorfs.Op) bool { return strings.HasSuffix(op.Path, ".sst") }
 // releases its locks. Afterwards no lock is held, the total is unchanged,
 // and with the disk healthy again every account reads.
 func TestFailingReadsAndTableWrites(t *testing.T) {
-	target := uint64(300 * reliabilityScale(t))
+	target := uint64(300 * testenv.ReliabilityScale(t))
 	for _, kind := range kinds {
 		t.Run(string(kind), func(t *testing.T) {
 			disk := &faultyDisk{rng: rand.New(rand.NewPCG(5, 6)), every: 4, writeEvery: 16, match: func(op errorfs.Op) bool {
@@ -138,12 +139,7 @@ func TestFailingReadsAndTableWrites(t *testing.T) {
 			require.Empty(t, mgr.Status().Locks, "a failed transaction left locks behind")
 			require.Empty(t, mgr.Status().Waits)
 			txn := begin(t, db)
-			total := 0
-			for i := range plAccounts {
-				n, err := strconv.Atoi(get(t, txn, string(acct(i))))
-				require.NoError(t, err)
-				total += n
-			}
+			total := accountsTotal(t, txn)
 			require.NoError(t, txn.Rollback())
 			require.Equal(t, plAccounts*plInitial, total)
 			t.Logf("%s: %d faults injected (%d reads, the rest table writes), %d transactions failed with a StorageError, %d committed; no lock left, total unchanged",

@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/require"
+	"github.com/txnlock/txnlock/internal/testenv"
 	"github.com/txnlock/txnlock/pointlock"
 )
 
@@ -86,7 +87,7 @@ func TestFailingManifest(t *testing.T) {
 		manifestChild(arg)
 		return
 	}
-	rounds := 4 * reliabilityScale(t)
+	rounds := 4 * testenv.ReliabilityScale(t)
 	dir := t.TempDir()
 	db, err := Open(dir, OpenOptions{Options: Options{Manager: newManager(t, kindPoint, 0, nil), Sync: true}, Pebble: &pebble.Options{Logger: quiet{}}})
 	require.NoError(t, err)
@@ -124,13 +125,7 @@ func TestFailingManifest(t *testing.T) {
 		db, err := Open(dir, OpenOptions{Options: Options{Manager: newManager(t, kindPoint, 0, nil)}, Pebble: &pebble.Options{Logger: quiet{}}})
 		require.NoError(t, err, "round %d", round)
 		txn := begin(t, db)
-		sum := 0
-		for i := range plAccounts {
-			n, err := strconv.Atoi(get(t, txn, string(acct(i))))
-			require.NoError(t, err)
-			sum += n
-		}
-		require.Equal(t, plAccounts*plInitial, sum, "round %d", round)
+		require.Equal(t, plAccounts*plInitial, accountsTotal(t, txn), "round %d", round)
 		for _, s := range printed {
 			_, found, err := txn.Get(nil, logKey(s))
 			require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/deadlock"
+	"github.com/txnlock/txnlock/internal/testenv"
 )
 
 // Power loss: transfers between accounts run on Pebble's crashable
@@ -32,7 +33,7 @@ import (
 //
 // In both the account total is unchanged (no commit is half applied).
 func TestPowerLoss(t *testing.T) {
-	rounds := 40 * reliabilityScale(t)
+	rounds := 40 * testenv.ReliabilityScale(t)
 	for _, sync := range []bool{true, false} {
 		name := map[bool]string{true: "sync", false: "nosync"}[sync]
 		t.Run(name, func(t *testing.T) {
@@ -172,17 +173,25 @@ func (p *powerLoss) final(rounds int) {
 	p.check(db, rounds)
 }
 
-// check verifies the state after a crash: the total, and the log keys.
-func (p *powerLoss) check(db *DB, round int) {
-	t := p.t
-	txn := begin(t, db)
-	defer txn.Rollback()
+// accountsTotal is the sum of the transfer workload's balances, read by
+// txn.
+func accountsTotal(t testing.TB, txn *Txn) int {
+	t.Helper()
 	total := 0
 	for i := range plAccounts {
 		n, err := strconv.Atoi(get(t, txn, string(acct(i))))
 		require.NoError(t, err)
 		total += n
 	}
+	return total
+}
+
+// check verifies the state after a crash: the total, and the log keys.
+func (p *powerLoss) check(db *DB, round int) {
+	t := p.t
+	txn := begin(t, db)
+	defer txn.Rollback()
+	total := accountsTotal(t, txn)
 	require.Equal(t, plAccounts*plInitial, total, "round %d: a commit was half applied", round)
 	present := map[uint64]bool{}
 	var maxSeq uint64

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/deadlock"
+	"github.com/txnlock/txnlock/internal/testenv"
 )
 
 // A failing WAL: Sync transfers run until, at a random moment, every
@@ -27,7 +28,7 @@ import (
 // reopened from what was synced before the failure (a power loss at the
 // same moment), has every acknowledged commit and the same total.
 func TestFailingWAL(t *testing.T) {
-	rounds := 24 * reliabilityScale(t)
+	rounds := 24 * testenv.ReliabilityScale(t)
 	var fatals, acked int
 	for round := range rounds {
 		f, a := walFailureRound(t, round)
@@ -120,12 +121,7 @@ func walFailureRound(t *testing.T, round int) (fatals, ackedN int) {
 	defer db.Close()
 	txn := begin(t, db)
 	defer txn.Rollback()
-	total := 0
-	for i := range plAccounts {
-		n, err := strconv.Atoi(get(t, txn, string(acct(i))))
-		require.NoError(t, err)
-		total += n
-	}
+	total := accountsTotal(t, txn)
 	require.Equal(t, plAccounts*plInitial, total, "round %d", round)
 	for _, s := range acked {
 		_, found, err := txn.Get(nil, binary.BigEndian.AppendUint64([]byte("log/"), s))

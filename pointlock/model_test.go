@@ -308,7 +308,7 @@ func runAPISequence(t testing.TB, data []byte) {
 }
 
 // TestAPIRandom runs the fuzz target's sequences on pseudo-random inputs, so
-// that plain `go test` covers more than the seed corpus.
+// that plain `go test` covers more than the inputs in testdata/fuzz.
 func TestAPIRandom(t *testing.T) {
 	rng := newRand(t)
 	for i := 0; i < 2000; i++ {

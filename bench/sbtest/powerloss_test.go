@@ -9,6 +9,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/testenv"
 )
 
 // Power loss under the sbtest table: with Sync, workers move k between
@@ -20,7 +21,7 @@ import (
 // and every insert whose Commit returned before any crash so far is there.
 // Each round picks a lock kind and a column-family layout.
 func TestPowerLossTable(t *testing.T) {
-	rounds := 15 * reliabilityScale(t)
+	rounds := 15 * testenv.ReliabilityScale(t)
 	rng := rand.New(rand.NewPCG(15, 20))
 	fs := vfs.NewCrashableMem()
 	opts := func() Options {
