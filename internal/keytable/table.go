@@ -7,8 +7,8 @@ import (
 
 // Table is a 64-bit key hash → *E table, open addressing with linear
 // probing. It replaces a Go map because a lock request needs "find, or
-// insert here" in one probe and a delete that never rehashes with a new hash seed;
-// keys whose 64-bit hashes collide simply occupy neighbouring slots and are
+// insert here" in one probe and a delete that never rehashes with a new
+// hash seed; keys whose 64-bit hashes collide simply occupy neighbouring slots and are
 // told apart by their key. The zero Table is empty and ready to use.
 //
 // The home slot of a hash is taken from its high bits (callers pick their
