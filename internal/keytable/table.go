@@ -8,8 +8,9 @@ import (
 // Table is a 64-bit key hash → *E table, open addressing with linear
 // probing. It replaces a Go map because a lock request needs "find, or
 // insert here" in one probe and a delete that never rehashes with a new
-// hash seed; keys whose 64-bit hashes collide simply occupy neighbouring slots and are
-// told apart by their key. The zero Table is empty and ready to use.
+// hash seed; keys whose 64-bit hashes collide simply occupy neighbouring
+// slots and are told apart by their key. The zero Table is empty and ready
+// to use.
 //
 // The home slot of a hash is taken from its high bits (callers pick their
 // stripe with the low bits). The load factor stays between 3/16 (shrink)
