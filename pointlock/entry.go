@@ -163,13 +163,12 @@ func (e *entry) waitsForLocked(dst []txnlock.TxnID, txn txnlock.TxnID, mode txnl
 	return waitsfor.Holders(dst, e.holdersOfLocked(buf[:0]), txn, mode)
 }
 
-// aheadOf yields the active waiters from last to the front of its queue.
+// aheadOf yields the requests of the active waiters from last to the
+// front of its queue.
 func aheadOf(last *lockwait.Waiter) iter.Seq2[int, waitsfor.Request] {
 	return func(yield func(int, waitsfor.Request) bool) {
-		for i, w := 0, last; w != nil; w = w.Prev() {
-			if !w.Active() {
-				continue
-			}
+		i := 0
+		for w := range lockwait.Backward(last) {
 			if !yield(i, waitsfor.Request{Txn: w.Txn(), Mode: w.Lock.Mode, Upgrade: w.Upgrade}) {
 				return
 			}

@@ -118,90 +118,65 @@ func (f *family) holderConflictsLocked(q *request, dst []txnlock.TxnID) []txnloc
 }
 
 // aheadLocked calls fn for every active waiter of another transaction
-// queued ahead of seq that overlaps q: the waiters of q's key and the wide
-// waiters for a point request; every overlapping waiter for a wide one. The
-// order is by queue, then by seq.
-func (f *family) aheadLocked(q *request, seq uint64, fn func(w *waiter)) {
+// queued ahead of seq that overlaps q, until fn returns false: the waiters
+// of q's key and the wide waiters for a point request; every overlapping
+// waiter for a wide one. The order is queue by queue (callers that need
+// queue order sort by seq).
+func (f *family) aheadLocked(q *request, seq uint64, fn func(w *waiter) bool) {
+	more := true
 	if q.point() {
 		if kq := f.stripes[q.stripe].queueFor(q.h, q.key); kq != nil {
-			eachAhead(&kq.q, q, seq, fn)
+			more = eachAhead(&kq.q, q, seq, fn)
 		}
 	}
-	f.wideAheadLocked(q, seq, func(w *waiter) bool { fn(w); return true })
-	if q.point() {
+	if more && f.wide.Len() > 0 {
+		f.wideIdx.overlapping(q.r, func(w *waiter) bool {
+			if w.seq < seq && w.txn != q.txn && w.lw.Active() {
+				more = fn(w)
+			}
+			return more
+		})
+	}
+	if !more || q.point() {
 		return
 	}
 	for i := range f.stripes {
 		f.stripes[i].ascendWaitingLocked(q.r, func(kq *keyQueue) bool {
-			eachAhead(&kq.q, q, seq, fn)
-			return true
+			more = eachAhead(&kq.q, q, seq, fn)
+			return more
 		})
-	}
-}
-
-// wideAheadLocked calls fn for every active wide waiter of another
-// transaction queued ahead of seq that overlaps q, until fn returns false.
-// Any stripe is held.
-func (f *family) wideAheadLocked(q *request, seq uint64, fn func(w *waiter) bool) {
-	if f.wide.Len() == 0 {
-		return
-	}
-	f.wideIdx.overlapping(q.r, func(w *waiter) bool {
-		if w.seq < seq && w.txn != q.txn && w.lw.Active() {
-			return fn(w)
+		if !more {
+			return
 		}
-		return true
-	})
+	}
 }
 
 // eachAhead calls fn for the waiters of queue that are ahead of seq, still
-// waiting, of another transaction and overlapping q.
-func eachAhead(queue *lockwait.Queue, q *request, seq uint64, fn func(w *waiter)) {
+// waiting, of another transaction and overlapping q, until fn returns
+// false; it reports whether fn asked for more.
+func eachAhead(queue *lockwait.Queue, q *request, seq uint64, fn func(w *waiter) bool) bool {
 	for lw := queue.Front(); lw != nil; lw = lw.Next() {
 		w := waiterOf(lw)
 		if w.seq >= seq {
-			return // queues are in seq order
+			return true // queues are in seq order
 		}
-		if w.txn != q.txn && lw.Active() && w.r.Overlaps(q.r) {
-			fn(w)
+		if w.txn != q.txn && lw.Active() && w.r.Overlaps(q.r) && !fn(w) {
+			return false
 		}
 	}
+	return true
 }
 
 // conflictAheadLocked reports whether an active, incompatible request of
-// another transaction overlapping q is queued ahead of seq. For a point
-// request it stops at the first one, so a new request on a hot key pays
-// O(1), not a walk of its queue.
+// another transaction overlapping q is queued ahead of seq. It stops at
+// the first one, so a new request on a hot key pays O(1), not a walk of
+// its queue.
 func (f *family) conflictAheadLocked(q *request, seq uint64) bool {
 	found := false
-	check := func(queue *lockwait.Queue) {
-		for lw := queue.Front(); lw != nil && !found; lw = lw.Next() {
-			w := waiterOf(lw)
-			if w.seq >= seq {
-				return
-			}
-			found = w.txn != q.txn && lw.Active() && !q.mode.Compatible(w.mode) && w.r.Overlaps(q.r)
-		}
-	}
-	f.wideAheadLocked(q, seq, func(w *waiter) bool {
+	f.aheadLocked(q, seq, func(w *waiter) bool {
 		found = !q.mode.Compatible(w.mode)
 		return !found
 	})
-	if found {
-		return true
-	}
-	if q.point() {
-		if kq := f.stripes[q.stripe].queueFor(q.h, q.key); kq != nil {
-			check(&kq.q)
-		}
-		return found
-	}
-	for i := range f.stripes {
-		f.stripes[i].ascendWaitingLocked(q.r, func(kq *keyQueue) bool {
-			check(&kq.q)
-			return !found
-		})
-	}
 	return found
 }
 
@@ -217,9 +192,10 @@ func (f *family) conflictAheadLocked(q *request, seq uint64) bool {
 func (f *family) queuedAheadLocked(q *request, seq uint64) []*waiter {
 	var ws []*waiter
 	conflict := false
-	f.aheadLocked(q, seq, func(w *waiter) {
+	f.aheadLocked(q, seq, func(w *waiter) bool {
 		ws = append(ws, w)
 		conflict = conflict || !q.mode.Compatible(w.mode)
+		return true
 	})
 	slices.SortFunc(ws, func(a, b *waiter) int { return cmp.Compare(a.seq, b.seq) })
 	if q.point() || !conflict {
@@ -307,8 +283,9 @@ func (f *family) waitsForLocked(q *request, seq uint64, last *lockwait.Waiter, d
 	if !q.upgrade && q.point() && f.wide.Len() == 0 {
 		n := len(dst)
 		back := func(yield func(int, waitsfor.Request) bool) {
-			for i, lw := 0, last; lw != nil; lw = lw.Prev() {
-				if w := waiterOf(lw); lw.Active() && !yield(i, waitsfor.Request{Txn: w.txn, Mode: w.mode, Upgrade: w.upgrade}) {
+			i := 0
+			for lw := range lockwait.Backward(last) {
+				if w := waiterOf(lw); !yield(i, waitsfor.Request{Txn: w.txn, Mode: w.mode, Upgrade: w.upgrade}) {
 					return
 				}
 				i++

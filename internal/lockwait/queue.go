@@ -1,5 +1,7 @@
 package lockwait
 
+import "iter"
+
 // Queue is an intrusive FIFO list of waiters. It is guarded by the lock of
 // the manager structure that owns it; a Waiter is in at most one Queue.
 // The zero Queue is empty and ready to use.
@@ -23,6 +25,18 @@ func (w *Waiter) Next() *Waiter { return w.next }
 
 // Prev returns the waiter before w in its queue, or nil.
 func (w *Waiter) Prev() *Waiter { return w.prev }
+
+// Backward yields the active waiters from w to the front of its queue,
+// nearest first: a walk back from a request to the requests ahead of it.
+func Backward(w *Waiter) iter.Seq[*Waiter] {
+	return func(yield func(*Waiter) bool) {
+		for ; w != nil; w = w.prev {
+			if w.Active() && !yield(w) {
+				return
+			}
+		}
+	}
+}
 
 // PushBack appends w (a new request joins the end of the line).
 func (q *Queue) PushBack(w *Waiter) {

@@ -226,3 +226,22 @@ func (w *Waiter) Queued() bool { return w.queue != nil }
 
 // Granted (a test helper) reports whether Grant succeeded.
 func (w *Waiter) Granted() bool { return w.state.Load() == stateGranted }
+
+// TestBackward: the walk back from a waiter yields it and the active
+// waiters ahead of it, nearest first, and skips those that ended.
+func TestBackward(t *testing.T) {
+	var q Queue
+	a, b, c, d := newW(1), newW(2), newW(3), newW(4)
+	for _, w := range []*Waiter{a, b, c, d} {
+		q.PushBack(w)
+	}
+	require.True(t, b.Fail(txnlock.ErrLockTimeout))
+	var got []txnlock.TxnID
+	for w := range Backward(c) {
+		got = append(got, w.Txn())
+	}
+	require.Equal(t, []txnlock.TxnID{3, 1}, got)
+	for range Backward(d) {
+		break // stops when told
+	}
+}
