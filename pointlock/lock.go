@@ -76,6 +76,9 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	}
 	w := m.enqueueLocked(st, e, &req, held != nil)
 	st.mu.Unlock()
+	if m.queued != nil {
+		m.queued(req.Txn)
+	}
 	if m.det != nil {
 		// Counted here, off the key's critical section: the transaction
 		// table is another stripe's cache lines.

@@ -38,6 +38,11 @@ type Manager struct {
 	// nlocks counts locked keys when maxLocks > 0 (unused otherwise).
 	nlocks atomic.Int64
 	closed atomic.Bool
+
+	// queued, if set, is called by a request that has joined a queue,
+	// with no latch held, before it waits: the contract tests order their
+	// steps by it. Set before first use; immutable.
+	queued func(txnlock.TxnID)
 }
 
 var _ txnlock.Manager = (*Manager)(nil)

@@ -169,6 +169,9 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 	}
 	w := f.enqueueLocked(q)
 	f.unlockReqLocks(q)
+	if m.queued != nil {
+		m.queued(q.txn)
+	}
 	err := w.lw.Wait(ctx, timeout, m.clock, m.det)
 	if err == nil {
 		// The granter unlinked w.lw before it signalled and touches it

@@ -34,6 +34,11 @@ type Manager struct {
 
 	txns txnTable
 	mem  memBudget
+
+	// queued, if set, is called by a request that has joined a queue,
+	// with no latch held, before it waits: the contract tests order their
+	// steps by it. Set before first use; immutable.
+	queued func(txnlock.TxnID)
 }
 
 var _ txnlock.Manager = (*Manager)(nil)
