@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
-	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/manualclock"
 )
 
@@ -97,10 +96,6 @@ func TestStatusSince(t *testing.T) {
 	require.Equal(t, time.Second, s.WaitTime)
 	require.Zero(t, s.Waiting)
 	require.Equal(t, uint64(1), s.Waited)
-}
-
-func TestEntryLayout(t *testing.T) {
-	require.True(t, keytable.Valid[entry](), "entry must start with keytable.Entry")
 }
 
 // TestUnlockAllLeavesNoRecord: transactions that Unlock their locks one

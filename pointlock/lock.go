@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 )
 
@@ -23,38 +24,30 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 		st.mu.Unlock()
 		return m.lateErr(req)
 	}
-	e, pos := st.tab.Find(h, key)
-	if e == nil {
+	l, pos := st.tab.Find(h, key)
+	if l == nil {
 		// A new key: the common, uncontended case.
 		if m.maxLocks > 0 && !m.reserveKey() {
 			st.c.Limits++
 			st.mu.Unlock()
 			return lockErr("lock", req, nil, txnlock.ErrLockLimit)
 		}
-		e = st.newEntryLocked(key)
-		st.tab.InsertAt(pos, h, e)
-		m.addHoldLocked(st, e, req.Txn, req.Mode)
+		l = st.tab.New(pos, h, key)
+		m.grantLocked(st, l, req.Txn, req.Mode)
 		st.held++
 		st.c.Acquired++
 		st.mu.Unlock()
 		return nil
 	}
-	held := e.holdOfLocked(req.Txn)
-	switch {
-	case held != nil && held.mode.Covers(req.Mode):
-		// Re-lock: a set, not a counter.
-		st.c.Acquired++
+	d, upgrade := l.Decide(req.Txn, req.Mode, false)
+	switch d {
+	case locktable.Covered:
+		st.c.Acquired++ // a re-lock: a set, not a counter
 		st.mu.Unlock()
 		return nil
-	case held != nil && e.grantableLocked(req.Txn, req.Mode):
-		// Upgrade by the sole holder: at once, ahead of any queue.
-		held.mode = req.Mode
-		st.c.Acquired++
-		st.mu.Unlock()
-		return nil
-	case held == nil && e.grantableLocked(req.Txn, req.Mode) && !e.waitersLocked():
-		if e.h.rec == nil {
-			// The entry only had failed waiters leaving: the key is new.
+	case locktable.Grant:
+		if !l.Held() {
+			// The Lock only had failed waiters leaving: the key is new.
 			if m.maxLocks > 0 && !m.reserveKey() {
 				st.c.Limits++
 				st.mu.Unlock()
@@ -62,19 +55,19 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 			}
 			st.held++
 		}
-		m.addHoldLocked(st, e, req.Txn, req.Mode)
-		m.setBlockersLocked(st, e)
+		m.grantLocked(st, l, req.Txn, req.Mode)
+		m.setBlockersLocked(st, l)
 		st.c.Acquired++
 		st.mu.Unlock()
 		return nil
 	}
 	if timeout == txnlock.NoWait {
 		st.c.Timeouts++
-		blockers := e.waitsForLocked(nil, req.Txn, req.Mode, held != nil, e.lastWaiterLocked())
+		blockers := l.WaitsForNew(nil, req.Txn, req.Mode, upgrade)
 		st.mu.Unlock()
 		return lockErr("lock", req, blockers, txnlock.ErrLockTimeout)
 	}
-	w := m.enqueueLocked(st, e, &req, held != nil)
+	w := m.enqueueLocked(st, l, &req, upgrade)
 	st.mu.Unlock()
 	if m.queued != nil {
 		m.queued(req.Txn)
@@ -87,8 +80,8 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 
 	err = w.Wait(ctx, timeout, m.clock, m.det)
 	if err == nil {
-		// The granter recorded the hold (in the entry and in this
-		// transaction's record) and unlinked w before it signalled.
+		// The granter recorded the hold (in the Lock and in this
+		// transaction's record) and unlinked w before it woke it.
 		w.Release()
 		return nil
 	}
@@ -96,9 +89,9 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	var blockers []txnlock.TxnID
 	if err == txnlock.ErrLockTimeout {
 		// Only a timeout reports whom it waited for.
-		blockers = e.waitsForLocked(nil, req.Txn, req.Mode, w.Upgrade, w.Prev())
+		blockers = l.WaitsFor(nil, w)
 	}
-	m.removeWaiterLocked(st, h, e, w, err)
+	m.leaveLocked(st, h, l, w, err)
 	st.mu.Unlock()
 	w.Release()
 	return lockErr("lock", req, blockers, err)
@@ -177,34 +170,31 @@ func (m *Manager) reserveKey() bool {
 	return true
 }
 
-// enqueueLocked queues a waiter for req on e and, with a detector, gives it
-// the entry's resource (made on the first waiter, with the holders as its
-// blockers). The waiter reports its wait itself, in Wait.
-func (m *Manager) enqueueLocked(st *stripe, e *entry, req *txnlock.Request, upgrade bool) *lockwait.Waiter {
+// enqueueLocked queues a waiter for req on l and, with a detector, gives
+// it the Lock's resource (made on the first waiter, with the holders as
+// its blockers). The waiter reports its wait itself, in Wait.
+func (m *Manager) enqueueLocked(st *stripe, l *locktable.Lock, req *txnlock.Request, upgrade bool) *lockwait.Waiter {
 	ref := txnlock.LockRef{CF: req.CF, Mode: req.Mode}
-	x := e.ext()
+	var det *locktable.Detector
 	if m.det != nil {
-		// For the detector's reports; Status takes the key from the entry.
-		if !x.ref.Valid() {
-			x.ref = txnlock.Point([]byte(e.Key()))
+		// For the detector's reports; Status takes the key from the Lock.
+		det = l.Det()
+		if !det.Ref.Valid() {
+			det.Ref = txnlock.Point([]byte(l.Key()))
 		}
-		ref.Range = x.ref
+		ref.Range = det.Ref
 	}
 	w := lockwait.New(req.Txn, ref, m.now())
 	w.Upgrade = upgrade
-	if upgrade {
-		x.q.InsertBefore(w, x.firstNonUpgradeLocked())
-	} else {
-		x.q.PushBack(w)
-	}
+	l.Enqueue(w)
 	st.c.BeginWait()
 	if m.det != nil {
-		if x.res == 0 {
-			x.res = m.det.NewResource()
-			st.scratch = e.holdersLocked(st.scratch[:0])
-			m.det.SetBlockers(x.res, st.scratch)
+		if det.Res == 0 {
+			det.Res = m.det.NewResource()
+			st.scratch = l.AppendHolders(st.scratch[:0])
+			m.det.SetBlockers(det.Res, st.scratch)
 		}
-		w.Resource = x.res
+		w.Resource = det.Res
 		w.Stamp = m.det.Stamp()
 	}
 	return w
@@ -216,7 +206,7 @@ func (m *Manager) locksHeld(txn txnlock.TxnID) int {
 	ts.Mu.Lock()
 	n := 0
 	if rec := ts.GetLocked(txn); rec != nil {
-		n = len(rec.holds)
+		n = rec.holds.Len()
 	}
 	ts.Mu.Unlock()
 	return n

@@ -8,6 +8,7 @@ import (
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/keytable"
+	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/internal/txntable"
 )
@@ -47,11 +48,11 @@ type Manager struct {
 
 var _ txnlock.Manager = (*Manager)(nil)
 
-// txnRecord is what one transaction holds in this manager. holds is guarded
-// by the mutex of the transaction's txntable stripe; txn is immutable.
+// txnRecord is what one transaction holds in this manager, in every
+// column family (Holder.Home is the column family's index). Guarded by the
+// mutex of the transaction's txntable stripe.
 type txnRecord struct {
-	txn   txnlock.TxnID
-	holds []*hold
+	holds locktable.Holds
 }
 
 // cfTable is an immutable snapshot of the registered column families.
@@ -211,20 +212,15 @@ func (m *Manager) Close() error {
 		for i := range lm.strip {
 			st := &lm.strip[i]
 			st.mu.Lock()
-			st.tab.All(func(_ uint64, e *entry) bool {
-				if e.x != nil {
-					for w := e.x.q.Front(); w != nil; w = w.Next() {
-						w.Fail(txnlock.ErrClosed)
-					}
-					e.x.more = nil
+			st.tab.All(func(_ uint64, l *locktable.Lock) bool {
+				// Waiters unlink themselves from the dropped Lock.
+				for w := l.Front(); w != nil; w = w.Next() {
+					w.Fail(txnlock.ErrClosed)
 				}
-				// Waiters unlink themselves from e.x.q; holds go.
-				e.h.rec = nil
 				return true
 			})
 			st.tab.Reset()
 			st.held = 0
-			st.free, st.freeLen = nil, 0
 			st.mu.Unlock()
 		}
 	}

@@ -402,38 +402,26 @@ func (f *family) grantLocked(w *waiter) bool {
 	if !lw.Active() {
 		return false
 	}
-	// The transaction's record may have been taken by an UnlockAll that
-	// ran while w waited (a closing engine releases every transaction):
-	// register the grant afresh so that the next UnlockAll finds it. That
-	// must come before Grant: the woken waiter may call UnlockAll at once,
-	// and it reads the record under the transaction table's lock, not
-	// ours. (The lock itself can be recorded after Grant: to release it,
-	// that UnlockAll needs the stripe mutex we hold.) If Grant then finds
-	// the wait already failed, the record only names a stripe too many.
+	if !lw.Claim() {
+		return false // failed meanwhile: its goroutine unlinks it
+	}
+	// The waiter sleeps until Wake: record the grant first. The
+	// transaction's record may have been taken by an UnlockAll that ran
+	// while w waited (a closing engine releases every transaction):
+	// register the grant afresh so that the next UnlockAll finds it; the
+	// woken waiter may call UnlockAll at once, and it reads the record
+	// under the transaction table's lock, not ours.
 	if w.point() {
 		w.tp = f.stripes[w.stripe].txnPointsLocked(w.txn)
 	} else {
 		f.m.txns.noteWide(w.txn, f)
 	}
-	// Unlink lw before Grant, and touch it no more after a successful
-	// one: its goroutine may recycle it at once (lockwait.Waiter.Release).
-	// If the wait failed meanwhile, put lw back: its goroutine unlinks it.
 	since, res := lw.Since, lw.Resource
-	q := &f.wide
 	if w.point() {
-		q = &w.kq.q
-	}
-	next := lw.Next()
-	q.Remove(lw)
-	if !w.point() {
+		w.kq.q.Remove(lw)
+	} else {
+		f.wide.Remove(lw)
 		f.wideIdx.remove(w)
-	}
-	if !lw.Grant() {
-		q.InsertBefore(lw, next)
-		if !w.point() {
-			f.wideIdx.insert(w)
-		}
-		return false
 	}
 	now := f.m.clock.Now()
 	det := f.m.det
@@ -453,6 +441,9 @@ func (f *family) grantLocked(w *waiter) bool {
 		f.wideCounters.Acquired++
 		f.wideCounters.EndWait(nil, since, now)
 	}
+	// Touch lw no more after Wake: its goroutine may recycle it at once
+	// (lockwait.Waiter.Release). w itself is not recycled.
+	lw.Wake()
 	if det != nil && w.upgrade {
 		f.refreshAfterUpgradeLocked(&w.request, w.kq)
 	}

@@ -7,7 +7,7 @@
 // that the manager (granting), the detector (choosing a victim) and the
 // waiter itself (timeout, cancellation) can race safely:
 //
-//	         Grant (manager, under its lock)
+//	         Claim, Wake (manager, under its lock)
 //	waiting ───────────────────────────────▶ granted
 //	   │
 //	   │  Fail (detector victim, Close, timeout, ctx, Check)
@@ -15,7 +15,7 @@
 //
 // Who removes a waiter from its queue:
 //   - granted: the manager that granted it, in the same critical section,
-//     just before Grant (putting it back if Grant fails);
+//     between Claim and Wake;
 //   - failed: the waiting goroutine itself, when Wait returns an error: it
 //     takes the manager's lock, unlinks itself, and re-checks the queue
 //     behind it exactly as a release does.
@@ -26,21 +26,21 @@
 // no manager lock held. The manager only keeps the detector's view of
 // each lock's blockers (SetBlockers) under its own lock.
 //
-// A manager that grants records the grant where the waiter's next call
-// will look for it (a per-transaction record under another mutex) before
-// Grant, since the waiter may return and make that call at once.
+// A manager that grants claims the waiter first (Claim), records the grant
+// where the waiter's next call will look for it (a per-transaction record
+// under another mutex), and only then wakes it (Wake): a claimed waiter
+// sleeps on until Wake, whatever its timer or context do.
 //
 // Until it is unlinked a failed waiter is still in the queue; managers skip
-// waiters whose Grant fails. Grant wins a race with a timeout: a waiter that
-// was granted before its own Fail reports success.
+// waiters whose Claim fails. Claim wins a race with a timeout: a waiter
+// claimed before its own Fail reports success.
 //
 // Waiters are recycled: New takes one from a pool and Release gives it
 // back, so that a wait allocates nothing (a hot key with a thousand
 // queued goroutines otherwise keeps the garbage collector busy, and every
 // collection stalls the queue). A manager may Release a waiter once Wait
 // has returned and the waiter is out of its queue, provided no one else
-// can still touch it. Both managers do so: a granter unlinks the waiter
-// before Grant (putting it back if Grant fails) and touches it no more
-// after a successful Grant, and the detector fails waiters only under its
+// can still touch it. Both managers do so: a granter touches the waiter no
+// more after Wake, and the detector fails waiters only under its
 // mutex, while their waits are in its graph (see the deadlock package).
 package lockwait

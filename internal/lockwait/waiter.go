@@ -64,7 +64,7 @@ func New(txn txnlock.TxnID, lock txnlock.LockRef, since time.Time) *Waiter {
 
 // Release hands w back for reuse by a later New. The owner calls it once
 // Wait has returned and w is unlinked from its queue, when nothing else
-// uses w: a granter does not touch a waiter after a successful Grant, the
+// uses w: a granter does not touch a waiter after Wake, the
 // managers fail queued waiters only under the lock that guards the queue,
 // and a detector fails a waiter only while its wait is in the graph,
 // before Wait's Unblock (a background snapshot may still name w, but
@@ -90,23 +90,22 @@ func (w *Waiter) Release() {
 // Txn is the waiting transaction (txnlock.Waiter).
 func (w *Waiter) Txn() txnlock.TxnID { return w.txn }
 
-// Grant ends the wait successfully. The manager calls it under its lock
-// and, if it returns true, unlinks the waiter and records it as a holder in
-// the same critical section. False means the waiter already failed: leave
+// Claim takes the waiter for a grant unless its wait already ended, and
+// reports whether it did. The manager calls it under its lock and, if it
+// returns true, unlinks the waiter, records it as a holder, and then calls
+// Wake, in the same critical section. False means the waiter failed: leave
 // it in the queue for its goroutine to remove, and treat it as absent.
 //
-// The waiter's goroutine may return from Wait, and make its next call, as
-// soon as Grant succeeds, before the granter's critical section ends. So
-// bookkeeping that the waiter's next call reads under another lock (a
-// per-transaction record with its own mutex) must be written before Grant,
-// and undone if Grant returns false.
-func (w *Waiter) Grant() bool {
-	if !w.state.CompareAndSwap(stateWaiting, stateGranted) {
-		return false
-	}
-	w.ch <- struct{}{}
-	return true
-}
+// A claimed waiter stays asleep until Wake (its own timeout or
+// cancellation can no longer fail it), so the grant's bookkeeping — also
+// what the waiter's next call reads under another lock, such as a
+// per-transaction record — is complete before the waiter returns.
+func (w *Waiter) Claim() bool { return w.state.CompareAndSwap(stateWaiting, stateGranted) }
+
+// Wake lets a claimed waiter return from Wait with success. The manager
+// must not touch the waiter after Wake: its goroutine may recycle it at
+// once (Release).
+func (w *Waiter) Wake() { w.ch <- struct{}{} }
 
 // Fail ends the wait with err unless it already ended, and reports whether
 // it did (txnlock.Waiter). It never blocks and takes no lock.
