@@ -134,8 +134,8 @@ func (l *Lock) Back() *lockwait.Waiter {
 // GrantWaiter, then w.Wake — or, if Claim fails (the wait ended
 // meanwhile), leaves it for its goroutine to unlink. The walk stops as
 // soon as no later waiter can be granted: once two transactions wait
-// Exclusive ahead, or at the first blocked waiter while the key is held
-// Exclusive. So a release on a hot key costs what it grants, not a walk of
+// Exclusive ahead and no upgrade is left, or at the first blocked waiter
+// while the key is held Exclusive. So a release on a hot key costs what it grants, not a walk of
 // the queue. (One consequence: a second request of the Exclusive holder,
 // queued before it got the lock, waits behind the first blocked waiter,
 // until the holder releases.)
@@ -154,7 +154,9 @@ func (l *Lock) Grants(blocked func(w *lockwait.Waiter) bool, xOutside bool) iter
 			txn, mode := w.Txn(), w.Lock.Mode
 			if l.Conflicts(txn, mode) || (!w.Upgrade && ahead.blocks(txn, mode)) || (blocked != nil && blocked(w)) {
 				ahead.add(txn, mode)
-				if ahead.xMulti || xOutside || l.HeldExclusive() {
+				// Upgrades, at the front, skip the queue: the
+				// summary stops the walk only behind them.
+				if (ahead.xMulti && (next == nil || !next.Upgrade)) || xOutside || l.HeldExclusive() {
 					return
 				}
 			} else if !yield(w) {
