@@ -147,7 +147,16 @@ func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.R
 		return unlockErr(txn, cf, &r, txnlock.ErrNotHeld)
 	}
 	st.c.Released++
-	m.settleLocked(st, h, l, true, true)
+	if l.Empty() {
+		// Its only holder, nobody waiting: the key goes.
+		st.held--
+		if m.maxLocks > 0 {
+			m.nlocks.Add(-1)
+		}
+		st.tab.Delete(h, l)
+	} else {
+		m.settleLocked(st, h, l, true, true)
+	}
 	st.mu.Unlock()
 	return nil
 }
