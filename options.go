@@ -39,14 +39,37 @@ func (o *WaitOptions) EnsureDefaults() {
 	}
 }
 
-// Validate reports every problem (after EnsureDefaults, none of the zero
-// values is a problem).
+// Validate reports every problem at once. Zero fields are valid: they
+// mean the defaults that EnsureDefaults fills in.
 func (o *WaitOptions) Validate() error {
 	var v Problems
 	if o.LockTimeout < 0 && o.LockTimeout != NoWait {
 		v.Addf("LockTimeout %v is negative (use NoWait or WaitForever)", o.LockTimeout)
 	}
 	return v.Err()
+}
+
+// String renders the options as space-separated key=value pairs, the
+// form every Options.String of the module uses.
+func (o WaitOptions) String() string {
+	timeout := o.LockTimeout.String()
+	switch o.LockTimeout {
+	case 0:
+		timeout = "default"
+	case NoWait:
+		timeout = "no-wait"
+	case WaitForever:
+		timeout = "forever"
+	}
+	det := "none"
+	if o.Detector != nil {
+		det = fmt.Sprintf("%T", o.Detector)
+	}
+	clock := "system"
+	if _, ok := o.Clock.(SystemClock); o.Clock != nil && !ok {
+		clock = fmt.Sprintf("%T", o.Clock)
+	}
+	return fmt.Sprintf("lock_timeout=%s detector=%s clock=%s", timeout, det, clock)
 }
 
 // Problems collects option problems so that Validate can report all of them

@@ -184,21 +184,21 @@ func (o *Options) EnsureDefaults() {
 	}
 }
 
-// Validate reports every problem (after EnsureDefaults, none of the zero
-// values is a problem).
+// Validate reports every problem at once. Zero fields are valid: they
+// mean the defaults that EnsureDefaults fills in.
 func (o *Options) Validate() error {
 	var p txnlock.Problems
 	if o.Mode > Off {
 		p.Addf("unknown Mode %v", o.Mode)
 	}
-	if o.MaxDepth < 1 {
-		p.Addf("MaxDepth %d must be at least 1", o.MaxDepth)
+	if o.MaxDepth < 0 {
+		p.Addf("MaxDepth %d is negative", o.MaxDepth)
 	}
-	if o.MaxSteps < 1 {
-		p.Addf("MaxSteps %d must be at least 1", o.MaxSteps)
+	if o.MaxSteps < 0 {
+		p.Addf("MaxSteps %d is negative", o.MaxSteps)
 	}
-	if o.MaxSearchTime <= 0 {
-		p.Addf("MaxSearchTime %v must be positive", o.MaxSearchTime)
+	if o.MaxSearchTime < 0 {
+		p.Addf("MaxSearchTime %v is negative", o.MaxSearchTime)
 	}
 	if o.Breaker > AssumeDeadlock {
 		p.Addf("unknown Breaker %v", o.Breaker)
@@ -215,11 +215,8 @@ func (o *Options) Validate() error {
 	if o.DetectDelay < 0 {
 		p.Addf("DetectDelay %v is negative", o.DetectDelay)
 	}
-	if o.BackgroundInterval <= 0 {
-		p.Addf("BackgroundInterval %v must be positive", o.BackgroundInterval)
-	}
-	if o.Clock == nil {
-		p.Addf("Clock is nil")
+	if o.BackgroundInterval < 0 {
+		p.Addf("BackgroundInterval %v is negative", o.BackgroundInterval)
 	}
 	return p.Err()
 }

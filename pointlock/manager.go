@@ -9,7 +9,6 @@ import (
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/locktable"
-	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/internal/txntable"
 )
 
@@ -31,7 +30,7 @@ type Manager struct {
 	cfMu sync.Mutex // serializes AddColumnFamily, DropColumnFamily, Close
 	// retired holds the counters of dropped column families; guarded by
 	// cfMu.
-	retired lockwait.Counters
+	retired txnlock.Stats
 
 	// txns holds one record per transaction that holds a lock.
 	txns *txntable.Table[txnRecord]
@@ -178,7 +177,7 @@ func (m *Manager) DropColumnFamily(cf txnlock.ColumnFamily) error {
 		st := &lm.strip[i]
 		st.dropped = !inUse
 		if !inUse {
-			addCounters(&m.retired, &st.c)
+			st.c.AddTo(&m.retired)
 		}
 		st.mu.Unlock()
 	}
@@ -240,16 +239,3 @@ func cfErr(op string, cf txnlock.ColumnFamily, err error) error {
 
 // now is the manager clock's time.
 func (m *Manager) now() time.Time { return m.clock.Now() }
-
-// addCounters adds c to dst.
-func addCounters(dst, c *lockwait.Counters) {
-	dst.Acquired += c.Acquired
-	dst.Released += c.Released
-	dst.Waited += c.Waited
-	dst.WaitTime += c.WaitTime
-	dst.Timeouts += c.Timeouts
-	dst.Deadlocks += c.Deadlocks
-	dst.Canceled += c.Canceled
-	dst.Limits += c.Limits
-	dst.Waiting += c.Waiting
-}

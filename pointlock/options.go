@@ -3,7 +3,6 @@ package pointlock
 import (
 	"fmt"
 	"runtime"
-	"time"
 
 	"github.com/txnlock/txnlock"
 )
@@ -60,8 +59,8 @@ func (o *Options) EnsureDefaults() {
 	}
 }
 
-// Validate reports every problem of o (after EnsureDefaults, the zero
-// Options have none).
+// Validate reports every problem of o at once. Zero fields are valid:
+// they mean the defaults that EnsureDefaults fills in.
 func (o *Options) Validate() error {
 	var p txnlock.Problems
 	p.Merge(o.WaitOptions.Validate())
@@ -79,32 +78,11 @@ func (o *Options) Validate() error {
 	return p.Err()
 }
 
-// String renders the options on one line.
+// String renders the options on one line, as key=value pairs.
 func (o Options) String() string {
-	det := "none"
-	if o.Detector != nil {
-		det = fmt.Sprintf("%T", o.Detector)
-	}
-	clock := "system"
-	if o.Clock != nil {
-		if _, ok := o.Clock.(txnlock.SystemClock); !ok {
-			clock = fmt.Sprintf("%T", o.Clock)
-		}
-	}
 	limit := "unlimited"
 	if o.MaxLocks > 0 {
 		limit = fmt.Sprint(o.MaxLocks)
 	}
-	return fmt.Sprintf("pointlock.Options{LockTimeout: %s, Detector: %s, Clock: %s, Stripes: %d, MaxLocks: %s}",
-		timeoutString(o.LockTimeout), det, clock, o.Stripes, limit)
-}
-
-func timeoutString(d time.Duration) string {
-	switch d {
-	case txnlock.NoWait:
-		return "NoWait"
-	case txnlock.WaitForever:
-		return "WaitForever"
-	}
-	return d.String()
+	return fmt.Sprintf("%s stripes=%d max_locks=%s", o.WaitOptions, o.Stripes, limit)
 }

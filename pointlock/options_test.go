@@ -18,8 +18,8 @@ func TestOptionsDefaults(t *testing.T) {
 	require.Equal(t, txnlock.DefaultLockTimeout, o.LockTimeout)
 	require.Equal(t, DefaultStripes(), o.Stripes)
 	require.Zero(t, o.MaxLocks)
-	require.Equal(t, "pointlock.Options{LockTimeout: 5s, Detector: none, Clock: system, Stripes: "+
-		strconv.Itoa(o.Stripes)+", MaxLocks: unlimited}", o.String())
+	require.Equal(t, "lock_timeout=5s detector=none clock=system stripes="+
+		strconv.Itoa(o.Stripes)+" max_locks=unlimited", o.String())
 
 	s := DefaultStripes()
 	require.GreaterOrEqual(t, s, 16)
@@ -61,10 +61,10 @@ func TestOptionsString(t *testing.T) {
 	o.LockTimeout = txnlock.NoWait
 	o.Clock = manualclock.New()
 	o.Detector = newFakeDetector()
-	require.Equal(t, "pointlock.Options{LockTimeout: NoWait, Detector: *pointlock.fakeDetector, "+
-		"Clock: *manualclock.Clock, Stripes: 64, MaxLocks: 1000}", o.String())
+	require.Equal(t, "lock_timeout=no-wait detector=*pointlock.fakeDetector "+
+		"clock=*manualclock.Clock stripes=64 max_locks=1000", o.String())
 	o.LockTimeout = txnlock.WaitForever
-	require.Contains(t, o.String(), "LockTimeout: WaitForever")
+	require.Contains(t, o.String(), "lock_timeout=forever")
 
 	m, err := New(o)
 	require.NoError(t, err)

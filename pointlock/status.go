@@ -33,10 +33,9 @@ func (m *Manager) Status() txnlock.Status {
 // Stats returns the manager's counters, summed over stripes (and over the
 // column families dropped so far).
 func (m *Manager) Stats() txnlock.Stats {
-	var s txnlock.Stats
 	m.cfMu.Lock() // no column family is dropped meanwhile
 	defer m.cfMu.Unlock()
-	m.retired.AddTo(&s)
+	s := m.retired
 	for _, lm := range m.cfs.Load().byIdx {
 		if lm == nil {
 			continue
