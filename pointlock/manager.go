@@ -32,7 +32,8 @@ type Manager struct {
 	// cfMu.
 	retired txnlock.Stats
 
-	// txns holds one record per transaction that holds a lock.
+	// txns holds one record per transaction that has taken a lock since
+	// its last UnlockAll.
 	txns *txntable.Table[txnRecord]
 
 	// nlocks counts locked keys when maxLocks > 0 (unused otherwise).
