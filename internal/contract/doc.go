@@ -32,7 +32,7 @@
 //	advance D                     move the manual clock by D
 //	timeout name=R                move the manual clock to R's deadline
 //	status                        Status: locks, and whom each waiter waits for
-//	stats                         Stats
+//	stats [memory]                Stats (lock memory only if asked)
 //	add-cf cf=C / drop-cf cf=C / close
 //	detector                      the seam detector's log (detector=seam)
 //
