@@ -202,8 +202,8 @@ func (c announcingClock) NewTimer(d time.Duration) txnlock.Timer {
 
 // reportingDetector passes every call through to the detector, and sends
 // on reported the transaction of each wait whose report is over: Block
-// said no Check is needed, or the Check returned (and failed whom it
-// failed).
+// said no Check is needed, or the Check returned and failed whom it
+// failed, the waiter it checked included.
 type reportingDetector struct {
 	txnlock.Detector
 	reported chan<- txnlock.TxnID
@@ -219,6 +219,11 @@ func (d reportingDetector) Block(e txnlock.WaitEdge) bool {
 
 func (d reportingDetector) Check(w txnlock.Waiter) error {
 	err := d.Detector.Check(w)
+	if err != nil {
+		// The waiter fails itself once Check returns; fail it now, so
+		// that Status no longer shows it when the backend looks.
+		w.Fail(err)
+	}
 	d.reported <- w.Txn()
 	return err
 }
