@@ -24,6 +24,9 @@ type managerBackend struct {
 	// queued, reported and armed carry the signals of the one Lock call
 	// being issued (other calls are asleep by then): the transaction
 	// that queued, the transaction whose report is done, a timer made.
+	// They are unbuffered: a call that queued cannot return before Lock
+	// has taken its signals, so Lock never mistakes it for one that
+	// finished at once, and no signal is left over for the next call.
 	queued   chan txnlock.TxnID
 	reported chan txnlock.TxnID
 	armed    chan struct{}
@@ -49,9 +52,9 @@ func newManagerBackend(cfg Config, newManager func(Config) (txnlock.Manager, err
 	b := &managerBackend{
 		clock:    cfg.Clock,
 		opts:     cfg.Options,
-		queued:   make(chan txnlock.TxnID, 1),
-		reported: make(chan txnlock.TxnID, 1),
-		armed:    make(chan struct{}, 1),
+		queued:   make(chan txnlock.TxnID),
+		reported: make(chan txnlock.TxnID),
+		armed:    make(chan struct{}),
 	}
 	mcfg := cfg
 	mcfg.Clock = announcingClock{Clock: cfg.Clock, armed: b.armed}
