@@ -45,7 +45,7 @@ type call struct {
 	done    chan error
 }
 
-// NewManagerBackend returns a Backend that drives the manager newManager
+// newManagerBackend returns a Backend that drives the manager newManager
 // builds from cfg (with cfg's clock, detector and hook replaced by the
 // backend's, which pass through to them).
 func newManagerBackend(cfg Config, newManager func(Config) (txnlock.Manager, error)) (Backend, error) {
