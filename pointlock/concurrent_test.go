@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/contract"
 )
 
 // shadow is the test's own record of who holds what. A worker adds a lock
@@ -66,15 +67,15 @@ func TestConcurrentRandom(t *testing.T) {
 	// no resource is dropped with edges, none is left) and fails the
 	// requester of each two-transaction cycle.
 	t.Run("detector", func(t *testing.T) {
-		det := newFakeDetector()
+		det := contract.NewSeamDetector()
 		runConcurrent(t, 4, workers, iters, det)
-		log := det.takeLog()
+		log := det.Log()
 		require.NotContains(t, log, "PROBLEM")
 		require.Contains(t, log, "edges=0 resources=0")
 	})
 }
 
-func runConcurrent(t *testing.T, stripes, workers, iters int, det *fakeDetector) {
+func runConcurrent(t *testing.T, stripes, workers, iters int, det *contract.SeamDetector) {
 	opts := Options{Stripes: stripes}
 	if det != nil {
 		opts.Detector = det

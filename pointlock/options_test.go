@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/contract"
 	"github.com/txnlock/txnlock/internal/manualclock"
 )
 
@@ -60,8 +61,8 @@ func TestOptionsString(t *testing.T) {
 	o := Options{Stripes: 64, MaxLocks: 1000}
 	o.LockTimeout = txnlock.NoWait
 	o.Clock = manualclock.New()
-	o.Detector = newFakeDetector()
-	require.Equal(t, "lock_timeout=no-wait detector=*pointlock.fakeDetector "+
+	o.Detector = contract.NewSeamDetector()
+	require.Equal(t, "lock_timeout=no-wait detector=*contract.SeamDetector "+
 		"clock=*manualclock.Clock stripes=64 max_locks=1000", o.String())
 	o.LockTimeout = txnlock.WaitForever
 	require.Contains(t, o.String(), "lock_timeout=forever")

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -195,7 +196,7 @@ func unlockErr(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Range, err 
 
 // lockErr wraps err for the request.
 func lockErr(op string, req txnlock.Request, blockers []txnlock.TxnID, err error) error {
-	return &txnlock.LockError{Op: op, Txn: req.Txn, CF: req.CF, Range: req.Range, Mode: req.Mode, Blockers: blockers, Err: err}
+	return &txnlock.LockError{Op: strings.ReplaceAll(op, "-", " "), Txn: req.Txn, CF: req.CF, Range: req.Range, Mode: req.Mode, Blockers: blockers, Err: err}
 }
 
 // Unlock releases the part of r that txn holds in cf: all of r must be
