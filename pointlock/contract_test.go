@@ -10,7 +10,7 @@ import (
 
 // TestContract plays the traces every manager runs, then pointlock's own.
 func TestContract(t *testing.T) {
-	for _, dir := range []string{"points", "pointlock"} {
+	for _, dir := range []string{"rules", "points", "pointlock"} {
 		t.Run(dir, func(t *testing.T) {
 			contract.Run(t, "../internal/contract/testdata/"+dir, newContractManager)
 		})

@@ -11,7 +11,7 @@ import (
 // TestContract plays the traces every manager runs, the range traces, then
 // rangelock's own.
 func TestContract(t *testing.T) {
-	for _, dir := range []string{"points", "ranges", "rangelock"} {
+	for _, dir := range []string{"rules", "points", "ranges", "rangelock"} {
 		t.Run(dir, func(t *testing.T) {
 			contract.Run(t, "../internal/contract/testdata/"+dir, newContractManager)
 		})

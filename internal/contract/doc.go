@@ -14,11 +14,15 @@
 //		return m, err
 //	})
 //
-// The traces are sorted by who runs them: testdata/points holds the traces
-// of single keys that every manager runs, testdata/ranges the traces of
-// ranges (range managers only), and testdata/pointlock and
-// testdata/rangelock the traces of one manager's own options and
-// mechanics, in the same language.
+// The traces are sorted by who runs them: testdata/rules holds the rules
+// of the lock table (who is granted, who waits, in what order, who is
+// woken, whom each waiter waits for), which every manager and the lock
+// table core itself (internal/locktable, through a synchronous backend on
+// one goroutine) run; testdata/points the rest of what every manager does
+// with single keys (bad input, column families, Close, deadlocks);
+// testdata/ranges the traces of ranges (range managers only); and
+// testdata/pointlock and testdata/rangelock the traces of one manager's
+// own options and mechanics, in the same language.
 //
 // # Commands
 //
