@@ -64,9 +64,11 @@ type LockError struct {
 	Err      error
 }
 
+// Error reads operation first, then cause: "txnlock: lock txn 3 cf 1 [k]
+// X: lock wait timeout (blocked by [7])".
 func (e *LockError) Error() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "%v: %s", e.Err, e.Op)
+	fmt.Fprintf(&sb, "txnlock: %s", e.Op)
 	// Name only what the call was about: a transaction and a range when the
 	// call had them (or when they are what was wrong).
 	if e.Txn.Valid() || errors.Is(e.Err, ErrInvalidTxn) {
@@ -79,10 +81,20 @@ func (e *LockError) Error() string {
 	if e.Mode.Valid() {
 		fmt.Fprintf(&sb, " %v", e.Mode)
 	}
+	fmt.Fprintf(&sb, ": %s", Cause(e.Err))
 	if len(e.Blockers) > 0 {
 		fmt.Fprintf(&sb, " (blocked by %s)", txnList(e.Blockers))
 	}
 	return sb.String()
+}
+
+// Cause is err's message for a wrapping error's text: without the
+// "txnlock: " prefix, so that a message has one prefix, its outermost.
+func Cause(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return strings.TrimPrefix(err.Error(), "txnlock: ")
 }
 
 // Unwrap returns the cause.

@@ -15,15 +15,15 @@ func TestLockErrorUnwraps(t *testing.T) {
 	err := error(&LockError{Op: "lock", Txn: 3, CF: 1, Range: Point([]byte("k")), Mode: Exclusive, Blockers: []TxnID{7}, Err: ErrLockTimeout})
 	require.ErrorIs(t, err, ErrLockTimeout)
 	require.NotErrorIs(t, err, ErrDeadlock)
-	require.Equal(t, "txnlock: lock wait timeout: lock txn 3 cf 1 [k] X (blocked by [7])", err.Error())
+	require.Equal(t, "txnlock: lock txn 3 cf 1 [k] X: lock wait timeout (blocked by [7])", err.Error())
 	var le *LockError
 	require.True(t, errors.As(fmt.Errorf("wrapped: %w", err), &le))
 	require.Equal(t, TxnID(3), le.Txn)
 
 	cfErr := &LockError{Op: "add column family", CF: 4, Err: ErrColumnFamilyExists}
-	require.Equal(t, "txnlock: column family already exists: add column family cf 4", cfErr.Error(), "no txn or range that the call did not have")
+	require.Equal(t, "txnlock: add column family cf 4: column family already exists", cfErr.Error(), "no txn or range that the call did not have")
 	badRange := &LockError{Op: "lock", Txn: 1, Mode: Shared, Err: ErrInvalidRange}
-	require.Equal(t, "txnlock: invalid range: lock txn 1 cf 0 <invalid range> S", badRange.Error())
+	require.Equal(t, "txnlock: lock txn 1 cf 0 <invalid range> S: invalid range", badRange.Error())
 
 	ctxErr := &LockError{Op: "lock", Txn: 1, Range: Point(nil), Err: context.Canceled}
 	require.ErrorIs(t, ctxErr, context.Canceled)

@@ -3,6 +3,7 @@ package pebbletxn
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/txnlock/txnlock"
 )
@@ -36,10 +37,18 @@ type txnError struct {
 	err error
 }
 
+// Error reads operation first, then cause, with one prefix:
+// "pebbletxn: put txn 7: lock txn 7 cf 0 [k] X: lock wait timeout".
 func (e *txnError) Error() string {
 	if !e.txn.Valid() {
-		return fmt.Sprintf("pebbletxn: %s: %v", e.op, e.err)
+		return fmt.Sprintf("pebbletxn: %s: %s", e.op, cause(e.err))
 	}
-	return fmt.Sprintf("pebbletxn: %s (%v): %v", e.op, e.txn, e.err)
+	return fmt.Sprintf("pebbletxn: %s %v: %s", e.op, e.txn, cause(e.err))
+}
+
+// cause is err's message without a txnlock or pebbletxn prefix, for the
+// text of an error that wraps it.
+func cause(err error) string {
+	return strings.TrimPrefix(txnlock.Cause(err), "pebbletxn: ")
 }
 func (e *txnError) Unwrap() error { return e.err }

@@ -26,9 +26,9 @@ type StorageError struct {
 
 func (e *StorageError) Error() string {
 	if e.Txn.Valid() {
-		return fmt.Sprintf("pebbletxn: %s %v: storage failure: %v", e.Op, e.Txn, e.Err)
+		return fmt.Sprintf("pebbletxn: %s %v: storage failure: %s", e.Op, e.Txn, cause(e.Err))
 	}
-	return fmt.Sprintf("pebbletxn: %s: storage failure: %v", e.Op, e.Err)
+	return fmt.Sprintf("pebbletxn: %s: storage failure: %s", e.Op, cause(e.Err))
 }
 
 // Unwrap returns ErrStorage and Pebble's error.
