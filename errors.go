@@ -81,16 +81,16 @@ func (e *LockError) Error() string {
 	if e.Mode.Valid() {
 		fmt.Fprintf(&sb, " %v", e.Mode)
 	}
-	fmt.Fprintf(&sb, ": %s", Cause(e.Err))
+	fmt.Fprintf(&sb, ": %s", cause(e.Err))
 	if len(e.Blockers) > 0 {
 		fmt.Fprintf(&sb, " (blocked by %s)", txnList(e.Blockers))
 	}
 	return sb.String()
 }
 
-// Cause is err's message for a wrapping error's text: without the
+// cause is err's message for a wrapping error's text: without the
 // "txnlock: " prefix, so that a message has one prefix, its outermost.
-func Cause(err error) string {
+func cause(err error) string {
 	if err == nil {
 		return "<nil>"
 	}

@@ -47,8 +47,8 @@ func (e *txnError) Error() string {
 }
 
 // cause is err's message without a txnlock or pebbletxn prefix, for the
-// text of an error that wraps it.
+// text of an error that wraps it: a message has one prefix, its outermost.
 func cause(err error) string {
-	return strings.TrimPrefix(txnlock.Cause(err), "pebbletxn: ")
+	return strings.TrimPrefix(strings.TrimPrefix(err.Error(), "txnlock: "), "pebbletxn: ")
 }
 func (e *txnError) Unwrap() error { return e.err }
