@@ -8,6 +8,16 @@
 // asks a lock manager for a lock on that key (pointlock) or on a range of
 // keys (rangelock), and it releases everything at commit or rollback.
 //
+//	m, _ := pointlock.New(pointlock.Options{}) // or rangelock.New
+//	row := txnlock.Point([]byte("orders/17"))
+//	err := m.Lock(ctx, txnlock.Request{Txn: 7, Range: row, Mode: txnlock.Exclusive})
+//	switch {
+//	case errors.Is(err, txnlock.ErrLockTimeout): // waited too long: retry or roll back
+//	case errors.Is(err, txnlock.ErrDeadlock): // the detector chose txn 7: roll back
+//	}
+//	...
+//	m.UnlockAll(7) // commit or rollback
+//
 // # The life of a lock request
 //
 //	Lock(ctx, Request{Txn, CF, Range, Mode, Timeout})

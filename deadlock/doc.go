@@ -4,6 +4,17 @@
 // they share one waits-for graph, so a cycle that crosses managers or
 // column families is found. There are no package-level globals.
 //
+//	det, _ := deadlock.New(deadlock.Options{}) // zero Options: the defaults
+//	defer det.Close()                          // after the managers
+//	wo := txnlock.WaitOptions{Detector: det}
+//	points, _ := pointlock.New(pointlock.Options{WaitOptions: wo})
+//	ranges, _ := rangelock.New(rangelock.Options{WaitOptions: wo})
+//	...
+//	err := points.Lock(ctx, req) // a *txnlock.DeadlockError if req's transaction is a victim
+//	for _, d := range det.History() {
+//		fmt.Print(d.Report()) // InnoDB's LATEST DETECTED DEADLOCK, for each recent one
+//	}
+//
 // It finds every real cycle, bounds what looking costs, and at the default
 // settings never reports a deadlock that is not there.
 //

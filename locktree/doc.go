@@ -4,6 +4,14 @@
 // transaction already hold it, what does it hold — and the changes —
 // acquire, release, release all, escalate.
 //
+//	tr := locktree.New()
+//	if !tr.HasConflict(txn, r, mode) { // the manager checks, then records
+//		tr.Acquire(txn, r, mode)
+//	}
+//	tr.ReleaseAll(txn, func(released txnlock.Range) {
+//		// wake the waiters that overlap released
+//	})
+//
 // It is pure: no goroutines, no waiting, no locking, no clock. A Tree is not
 // safe for concurrent use; the manager's mutex guards it, and the manager
 // owns the wait queues, the deadlock detector and the decision whether a

@@ -6,6 +6,15 @@
 // directory, and turning Pebble's fatal errors into errors where it can);
 // New wraps a Pebble DB the caller opened.
 //
+//	m, _ := pointlock.New(pointlock.Options{}) // or rangelock, for range locks
+//	db, err := pebbletxn.Open(dir, pebbletxn.OpenOptions{Options: pebbletxn.Options{Manager: m}})
+//	...
+//	t, _ := db.Begin(nil)
+//	cf := db.DefaultColumnFamily()
+//	v, found, err := t.GetForUpdate(ctx, cf, []byte("balance/alice"), txnlock.Exclusive)
+//	err = t.Put(ctx, cf, []byte("balance/alice"), newValue) // locked until Commit
+//	err = t.Commit()                                        // or t.Rollback()
+//
 // A transaction locks what it reads for update and what it writes before
 // touching it, through a txnlock.Manager (pointlock for key locks,
 // rangelock for key and range locks). Its writes go to a Pebble indexed
