@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
-	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/manualclock"
 	"go.uber.org/goleak"
 )
@@ -123,10 +122,6 @@ func TestCallerBuffers(t *testing.T) {
 	require.Len(t, st.Locks, 3, "%v", st)
 	require.Equal(t, "[key, key1)", st.Locks[0].Range.String())
 	require.Equal(t, "[key1]", st.Locks[1].Range.String())
-}
-
-func TestPointLockLayout(t *testing.T) {
-	require.True(t, keytable.Valid[pointLock](), "pointLock must start with keytable.Entry")
 }
 
 // TestTransactionsAllocateNothing: once warm, a stream of transactions that

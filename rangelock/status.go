@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/waitsfor"
 	"github.com/txnlock/txnlock/locktree"
 )
@@ -66,12 +67,15 @@ func (s *familySnap) copyLocked(f *family) {
 		return true
 	})
 	for i := range f.stripes {
-		f.stripes[i].points.All(func(_ uint64, pl *pointLock) bool {
-			r := txnlock.Point(bytes.Clone(pl.key()))
-			for i := range pl.nHolders() {
-				h := pl.holder(i)
-				s.held = append(s.held, holding{h.txn, r, h.mode})
+		f.stripes[i].points.All(func(_ uint64, l *locktable.Lock) bool {
+			if !l.Held() {
+				return true // only waited for
 			}
+			r := txnlock.Point(bytes.Clone(l.KeyBytes()))
+			l.Holders(func(hd *locktable.Holder) bool {
+				s.held = append(s.held, holding{hd.Txn(), r, hd.Mode()})
+				return true
+			})
 			return true
 		})
 	}
@@ -353,24 +357,35 @@ func subtractRanges(rs, minus []txnlock.Range) []txnlock.Range {
 	return out
 }
 
-// Stats returns the manager's counters. CurrentLocks counts held point
-// locks (a key with several holders once) and held wide (transaction,
-// range) entries. LockMemory is exact; a wide lock counts once per stripe,
-// as it is stored.
+// Stats returns the manager's counters, summed over the column families
+// (and over those dropped so far). CurrentLocks counts held point locks (a
+// key with several holders once) and held wide (transaction, range)
+// entries. LockMemory is exact; a wide lock counts once per stripe, as it
+// is stored.
 func (m *Manager) Stats() txnlock.Stats {
-	var s txnlock.Stats
+	m.admin.Lock() // no column family is dropped meanwhile
+	defer m.admin.Unlock()
+	s := m.retired
 	for _, f := range *m.fams.Load() {
 		f.lockStripes()
-		f.wideCounters.AddTo(&s)
-		s.Escalations += f.escalations
+		f.addCountersLocked(&s)
 		s.CurrentLocks += int64(f.stripes[0].tree.Len())
 		for i := range f.stripes {
 			st := &f.stripes[i]
-			st.counters.AddTo(&s)
-			s.CurrentLocks += int64(st.points.Len())
+			s.CurrentLocks += st.held
 			s.LockMemory += st.lockMemory()
 		}
 		f.unlockStripes()
 	}
 	return s
+}
+
+// addCountersLocked adds f's counters (requests, waits, escalations) to
+// s. Every stripe is held.
+func (f *family) addCountersLocked(s *txnlock.Stats) {
+	f.wideCounters.AddTo(s)
+	s.Escalations += f.escalations
+	for i := range f.stripes {
+		f.stripes[i].counters.AddTo(s)
+	}
 }
