@@ -92,9 +92,10 @@ func (s *familySnap) copyLocked(f *family) {
 }
 
 // waits builds the Status rows of the copied waiters. A point waiter's
-// queue is its key's point waiters and the wide waiters over the key, in
-// seq order, scanned once (waitsfor.Scanner); a wide waiter looks at every
-// overlapping waiter ahead of it. Where a wide request is on a waiter's
+// queue is its key's point waiters, upgrades first as the key's Lock
+// queues them, and the wide waiters over the key, in seq order, scanned
+// once (waitsfor.Scanner); a wide waiter looks at every overlapping waiter
+// ahead of it. Where a wide request is on a waiter's
 // list, or the waiter is wide, the list also names the conflicting holders
 // that no listed request waits for itself: a range can overlap holders
 // that the requests ahead of it do not.
@@ -125,6 +126,11 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 	}
 	var ahead []waitsfor.Request
 	for k, idx := range byKey {
+		// Upgrades are at the front of the key's queue, ahead of
+		// everything (the wide waiters' merge below skips them).
+		slices.SortStableFunc(idx, func(a, b int) int {
+			return cmpUpgrade(s.waiters[a].req.Upgrade, s.waiters[b].req.Upgrade)
+		})
 		key := txnlock.Point([]byte(k))
 		held := pointHeld[k]
 		for _, h := range wideHeld {
@@ -137,7 +143,7 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 		wi := 0
 		var wideAhead []int // the wide waiters of the merged queue so far
 		for _, i := range idx {
-			for ; wi < len(wide) && wide[wi] < i; wi++ {
+			for ; !s.waiters[i].req.Upgrade && wi < len(wide) && wide[wi] < i; wi++ {
 				if o := s.waiters[wide[wi]]; o.r.Overlaps(key) {
 					sc.Push(o.req)
 					wideAhead = append(wideAhead, wide[wi])
@@ -191,6 +197,17 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 		out[i] = s.row(cf, w, s.unreachedHolders(b, w, held, overlapping))
 	}
 	return out
+}
+
+// cmpUpgrade orders upgrades before other requests.
+func cmpUpgrade(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return -1
+	}
+	return 1
 }
 
 func (s *familySnap) row(cf txnlock.ColumnFamily, w waitSnap, blockers []txnlock.TxnID) txnlock.WaitStatus {

@@ -189,14 +189,7 @@ func eachAhead(l *locktable.Lock, q *request, seq uint64, fn func(w *waiter) boo
 // point upgrades first (each at the front of its key's queue), then by
 // seq.
 func queueOrder(a, b *waiter) int {
-	au, bu := a.upgrade && a.point(), b.upgrade && b.point()
-	if au != bu {
-		if au {
-			return -1
-		}
-		return 1
-	}
-	return cmp.Compare(a.seq, b.seq)
+	return cmp.Or(cmpUpgrade(a.upgrade && a.point(), b.upgrade && b.point()), cmp.Compare(a.seq, b.seq))
 }
 
 // conflictAheadLocked reports whether an active, incompatible request of
