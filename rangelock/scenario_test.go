@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/datadriven"
+	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/ddtest"
 	"github.com/txnlock/txnlock/internal/manualclock"
@@ -40,7 +41,13 @@ func TestScenarios(t *testing.T) {
 	ddtest.Walk(t, "testdata", func(t *testing.T, path string) {
 		h := &harness{t: t}
 		defer h.cleanup()
-		datadriven.RunTest(t, path, h.run)
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			out := h.run(t, d)
+			if h.m != nil {
+				require.NoError(t, h.m.checkInvariants(), "after %s", d.Pos)
+			}
+			return out
+		})
 	})
 }
 
