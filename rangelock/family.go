@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/btree"
 	"github.com/txnlock/txnlock"
-	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/latch"
+	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/locktree"
 )

@@ -25,7 +25,7 @@ import (
 // Memory of point locks, counted like the locktree counts its segments: a
 // held key's Lock and its table slot, and each hold.
 var (
-	pointLockBytes = int64(unsafe.Sizeof(locktable.Lock{})) + 24 // + table slots (16 bytes at a load of about 2/3)
+	pointLockBytes = int64(unsafe.Sizeof(locktable.Lock{})) + 24  // + table slots (16 bytes at a load of about 2/3)
 	holdBytes      = int64(unsafe.Sizeof(locktable.Holder{})) + 8 // + its slot in the Holds
 )
 
