@@ -35,7 +35,9 @@ type family struct {
 	dead error
 
 	// seq orders waiters across stripes: a waiter takes the next value
-	// under the lock(s) that link it, so seq order is queue order.
+	// under the lock(s) that link it, so seq order is the order in which
+	// they queued (and queue order, but for point upgrades, which go to
+	// the front of their key's queue).
 	seq atomic.Uint64
 }
 
