@@ -32,5 +32,11 @@ func newContractManager(cfg contract.Config) (txnlock.Manager, error) {
 		m.hashMask = 3 // every key shares its hash with a quarter of the others
 	}
 	m.queued = cfg.Queued
-	return m, nil
+	return checked{m}, nil
 }
+
+// checked is a Manager whose invariants the contract harness checks after
+// every command.
+type checked struct{ *Manager }
+
+func (c checked) CheckInvariants() error { return c.checkInvariants() }

@@ -42,5 +42,11 @@ func newContractManager(cfg contract.Config) (txnlock.Manager, error) {
 		return nil, err
 	}
 	m.queued = cfg.Queued
-	return m, nil
+	return checked{m}, nil
 }
+
+// checked is a Manager whose invariants the contract harness checks after
+// every command.
+type checked struct{ *Manager }
+
+func (c checked) CheckInvariants() error { return c.checkInvariants() }

@@ -8,21 +8,22 @@
 // # Layout
 //
 // Each column family is split into S stripes (Options.Stripes). A stripe is
-// a mutex, the point locks of the keys that hash to it (a hash table of
-// keys with their holders, internal/keytable as in pointlock; an ordered
-// index of them only while the family has wide activity; and each
-// transaction's list of them), a locktree.Tree with a copy of every wide
-// lock of the family, the queues of the point requests waiting in it, and
-// its counters:
+// a mutex; the locks of the keys that hash to it, each an
+// internal/locktable Lock with its holders and its queue of point
+// requests, in a locktable.Table as in pointlock (plus an ordered index of
+// them only while the family has wide activity, and each transaction's
+// locktable.Holds there); a locktree.Tree with a copy of every wide lock
+// of the family; and its counters:
 //
 //	point [k, k]  ──hash(k) % S──▶ one stripe's point table
 //	wide  (any other range)     ──▶ every stripe's locktree (a copy in each)
 //
 //	 family (cf 1)
 //	 ┌──────────┬──────────┬──────────┬──────────┐
-//	 │ stripe 0 │ stripe 1 │ stripe 2 │ stripe 3 │  mutex, point table
-//	 │ [a] [e]  │ [b]      │ [c] [g]  │ [d]      │  (+ ordered index while
-//	 │          │          │          │          │  wide), locktree, waiters
+//	 │ stripe 0 │ stripe 1 │ stripe 2 │ stripe 3 │  mutex, point Locks
+//	 │ [a] [e]  │ [b]      │ [c] [g]  │ [d]      │  with their queues (+
+//	 │          │          │          │          │  ordered index while
+//	 │          │          │          │          │  wide), locktree
 //	 │ [m, p)   │ [m, p)   │ [m, p)   │ [m, p)   │  wide: in every stripe
 //	 └──────────┴──────────┴──────────┴──────────┘
 //	 wide waiters: one FIFO list per family, indexed by range
@@ -52,8 +53,9 @@
 // request waiting. Both change only with every stripe mutex held, so any
 // one stripe mutex suffices to read them. A wide request (and escalation)
 // takes every stripe mutex and, if the index is missing, builds each
-// stripe's B-tree of points from its hash table (O(n)); while it exists,
-// point inserts and deletes keep both; unlockStripes, the end of every
+// stripe's B-tree of point Locks (held or only waited for) from its table
+// (O(n)); while it exists, a Lock enters and leaves both together;
+// unlockStripes, the end of every
 // every-stripe section, drops the indexes once the activity is gone. A
 // points-only workload therefore never touches a B-tree of points, and
 // Status scans the tables. A scan by range without the index (never needed
@@ -90,13 +92,15 @@
 //	  blocked := a holder of an incompatible overlapping lock,
 //	            or an earlier, still waiting, incompatible, overlapping
 //	            request (FIFO: nobody overtakes it) that it does not
-//	            skip (a point: the first one found in its key's queue
-//	            or among the wide waiters, O(1) on a hot key)
+//	            skip (a point: its key's Lock decides,
+//	            locktable.Lock.Decide, told of the wide locks and the
+//	            wide waiters queued earlier; O(1) on a hot key)
 //	  not blocked                                    ──▶ acquire, nil
 //	  NoWait                                         ──▶ ErrLockTimeout
 //	                    (blocked by the nearest requests ahead, or the
 //	                     holders: txnlock.WaitStatus.Blockers' rule)
-//	  queue (point: per-key queue of its stripe; wide: the family list),
+//	  queue (point: its key's Lock, upgrades at the front; wide: the
+//	  family list),
 //	  give the Detector a resource (a point with no wide waiter ahead:
 //	  its key's, whose blockers are the key's holders; otherwise its own,
 //	  with every conflict as blockers), unlock, sleep in
@@ -107,7 +111,9 @@
 // transaction (the root package doc states the rule; internal/waitsfor's
 // Skipped decides it). A transaction that already holds all of the range
 // Shared and asks for Exclusive (an upgrade) waits only for the other
-// holders, never for the queue; a wide request of a holder skips the
+// holders, never for the queue (a point upgrade is queued at the front of
+// its key's queue, behind earlier upgrades, as in pointlock; a wide
+// request queued before it still counts it as behind); a wide request of a holder skips the
 // overlapping waiters that wait for it (queuedAheadLocked), so widening a
 // held lock past them is no certain deadlock.
 //
@@ -115,18 +121,22 @@
 //
 // A release learns from the locktree exactly which ranges it freed and
 // re-checks only the waiters that overlap them: the point waiters on those
-// keys of the stripe (found in an ordered index of waiting keys) and the
-// wide waiters that overlap (found in an interval index of the wide
-// waiters, wideindex.go, in O(log W) plus what overlaps). A re-check grants the waiter under the same
-// lock(s) (lockwait.Waiter.Grant) or tells the Detector its new blockers.
-// Point waiters of one key that have no wide waiter queued ahead share
-// one detector resource whose blockers are the key's holders (as in
-// pointlock; exact by the Detector's contraction argument), and a re-check
-// of their queue is one scan that grants the head and stops where two
-// transactions wait Exclusive: a release on a hot key costs O(1) detector
-// calls, not one blocker list per waiter (see sharedwait.go). Point
-// waiters behind a wide waiter, and wide waiters, keep resources of their
-// own with their exact blockers.
+// keys of the stripe (a released point's Lock directly; under a released
+// wide range, the Locks with waiters found through the ordered index) and
+// the wide waiters that overlap (found in an interval index of the wide
+// waiters, wideindex.go, in O(log W) plus what overlaps). A key's point
+// waiters are re-checked by its Lock (locktable.Lock.Grants), which the
+// stripe tells what keeps a waiter outside the Lock (a wide lock, or a
+// wide waiter queued before it) and which stops as soon as no later waiter
+// can be granted. A waiter is granted under the same lock(s): claimed,
+// recorded, then woken (lockwait.Waiter.Claim and Wake); otherwise the
+// Detector learns its new blockers. Point waiters of one key that have no
+// wide waiter queued ahead share one detector resource whose blockers are
+// the key's holders (as in pointlock; exact by the Detector's contraction
+// argument): a release on a hot key costs O(1) detector calls, not one
+// blocker list per waiter (see pointwait.go). Point waiters behind a wide
+// waiter, and wide waiters, keep resources of their own with their exact
+// blockers.
 // Wide waiters are re-checked with every stripe held: a point release
 // drops its stripe first, then takes them all in order. A waiter that gives
 // up (timeout, context, deadlock victim, Close) unlinks itself and
@@ -148,18 +158,17 @@
 //
 // A transaction table, sharded by TxnID, remembers which stripes (and
 // whether wide locks) each transaction has touched in each family, so that
-// UnlockAll costs what the transaction holds. A transaction's list of its
-// point locks in a stripe lives in its record (guarded by that stripe's
-// mutex), and records are recycled with their lists' buffers.
+// UnlockAll costs what the transaction holds. A transaction's
+// locktable.Holds of its point locks in a stripe lives in its record
+// (guarded by that stripe's mutex), and records are recycled with their
+// lists' buffers.
 //
 // # Cache lines
 //
 // The fields of a stripe that a point request touches when it needs no
-// queue come first and fill its first three cache lines; a stripe's size is
-// a multiple of a line, so no two stripes share one. Its free list of
-// point locks is intrusive (no array of its own to fetch), and a one-word
-// mask of the hash bits of its waiting keys answers "no queue for this
-// key" from the first lines. A point request that needs no queue allocates
-// nothing: recycled locks keep their key buffers, and a new lock takes a
-// recycled one whose buffer has its key's length when there is one.
+// queue come first; a stripe's size is a multiple of a line, so no two
+// stripes share one. A key nobody holds or waits for is not in the
+// stripe's table, so one probe tells a point request that it needs no
+// queue. A point request that needs no queue allocates nothing: the table
+// recycles Locks with their key buffers (locktable.Table).
 package rangelock

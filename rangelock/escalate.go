@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/locktable"
 )
 
 // escalate shrinks the lock memory of f: it takes every stripe mutex (the
@@ -64,11 +65,12 @@ func (f *family) exclusiveRunsLocked(txn txnlock.TxnID) [][]txnlock.Range {
 		return true
 	})
 	for _, sp := range f.m.txns.pointsIn(txn, f) {
-		for _, pl := range sp.list.locks {
-			if pl.modeOf(txn) == txnlock.Exclusive {
-				xs = append(xs, txnlock.Point(pl.key()))
+		sp.list.All(func(hd *locktable.Holder) bool {
+			if hd.Mode() == txnlock.Exclusive {
+				xs = append(xs, txnlock.Point(hd.Lock().KeyBytes()))
 			}
-		}
+			return true
+		})
 	}
 	xs = mergeRanges(xs)
 	var runs [][]txnlock.Range
@@ -108,8 +110,8 @@ func (f *family) mayJoinLocked(txn txnlock.TxnID, left, right txnlock.Range) boo
 		return false
 	}
 	for i := range f.stripes {
-		f.stripes[i].ascendPointsLocked(gap, func(pl *pointLock) bool {
-			other = pl.hasConflictOrNil(txn, txnlock.Exclusive)
+		f.stripes[i].ascendPointsLocked(gap, func(l *locktable.Lock) bool {
+			other = l.Conflicts(txn, txnlock.Exclusive)
 			return !other
 		})
 		if other {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/btree"
 	"github.com/txnlock/txnlock"
-	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/latch"
+	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/locktree"
 )
@@ -35,12 +35,14 @@ type family struct {
 	dead error
 
 	// seq orders waiters across stripes: a waiter takes the next value
-	// under the lock(s) that link it, so seq order is queue order.
+	// under the lock(s) that link it, so seq order is the order in which
+	// they queued (and queue order, but for point upgrades, which go to
+	// the front of their key's queue).
 	seq atomic.Uint64
 }
 
-// stripe is one slice of a family: the point locks that hash to it, a copy
-// of every wide lock, and the point requests waiting in it.
+// stripe is one slice of a family: the locks of the keys that hash to it
+// (held or waited for), a copy of every wide lock, and its counters.
 type stripe struct {
 	stripeState
 	_ [(64 - unsafe.Sizeof(stripeState{})%64) % 64]byte
@@ -49,74 +51,44 @@ type stripe struct {
 // stripeState is a stripe without the padding that makes its size a
 // multiple of a cache line (a stripe's lines are its own).
 //
-// The first three cache lines hold what a point request that needs no
-// queue touches (lockPointFast, a point Unlock, UnlockAll's visit); they
-// move between cores with the mutex. The rest is for waits and wide
-// requests.
+// The first cache lines hold what a point request that needs no queue
+// touches (lockPointFast, a point Unlock, UnlockAll's visit); they move
+// between cores with the mutex. The rest is for waits and wide requests.
 type stripeState struct {
 	// mu guards every other field of the stripe but f and idx.
-	mu    latch.Mutex
-	idx   int32   // the stripe's index in f.stripes; immutable
-	nFree int32   // the length of free
-	f     *family // immutable
+	mu  latch.Mutex
+	idx int32   // the stripe's index in f.stripes; immutable
+	f   *family // immutable
 	// lastTxn's entry for this stripe is lastSP: a transaction that
 	// locks here again skips the transaction table. UnlockAll of
 	// lastTxn clears it.
 	lastTxn txnlock.TxnID
 	lastSP  *stripePoints
-	// free lists recycled pointLocks, linked through nextFree.
-	free     *pointLock
-	pointMem int64 // bytes accounted for points
+	// points are the Locks of the keys that hash to the stripe, held or
+	// only waited for (see points.go), with their queues of point
+	// requests.
+	points locktable.Table
+	// held counts the Locks of points that have a holder; pointMem is
+	// the memory accounted for them and their holds.
+	held     int64
+	pointMem int64
 	// memReported is the part of lockMemory() already added to the
 	// manager's memBudget.
 	memReported int64
 
-	// points are the point locks of keys that hash to the stripe (see
-	// points.go), by key hash.
-	points keytable.Table[pointLock]
 	// tree holds a copy of every wide lock of the family: the trees of
 	// all stripes have the same content.
 	tree *locktree.Tree
-	// waitMask has bit i set while waitCount[i] > 0 (see waitBits): a
-	// clear bit tells queueFor that a key has no queue without a search
-	// of the B-tree, which a stripe with a few waiting keys would
-	// otherwise pay on every lock and release.
-	waitMask uint64
 	// counters counts the point requests of the stripe.
 	counters lockwait.Counters
 
-	// ordered indexes points by key while the family has wide activity
-	// (family.orderPointsLocked); nil otherwise. It is set and dropped
-	// with every stripe held, so one stripe mutex suffices to read
-	// whether it is there.
-	ordered *btree.BTreeG[*pointLock]
-	probe   pointLock // search key for ordered
-	// waiting indexes the queues of point waiters by key; nil until the
-	// first waiter.
-	waiting *btree.BTreeG[*keyQueue]
-	kqProbe keyQueue // search key of queueFor
-	// waitCount counts the queues in waiting by six bits of their key's
-	// hash (waitBits).
-	waitCount [64]uint32
+	// ordered indexes every Lock of points by key while the family has
+	// wide activity (family.orderPointsLocked); nil otherwise. It is set
+	// and dropped with every stripe held, so one stripe mutex suffices
+	// to read whether it is there.
+	ordered *btree.BTreeG[*locktable.Lock]
+	probe   locktable.Lock // search key for ordered
 }
-
-// keyQueue is the FIFO queue of the point requests waiting on one key.
-// Guarded by its stripe's mutex.
-type keyQueue struct {
-	key []byte
-	h   uint64 // keytable hash of key
-	q   lockwait.Queue
-	// res is the detector resource shared by the queue's waiters that
-	// have no wide waiter ahead (waiter.shared); holders is what the
-	// detector was last told it waits for: every holder of key. 0 and
-	// nil until such a waiter, or without a detector (see sharedwait.go).
-	res     txnlock.ResourceID
-	holders []txnlock.TxnID
-	// own counts the queue's waiters with a resource of their own.
-	own int
-}
-
-func keyQueueLess(a, b *keyQueue) bool { return string(a.key) < string(b.key) }
 
 func newFamily(m *Manager, cf txnlock.ColumnFamily) *family {
 	f := &family{id: cf, m: m, stripes: make([]stripe, m.opts.Stripes)}
@@ -170,66 +142,6 @@ func (f *family) orderPointsLocked() {
 	}
 }
 
-// waitBits picks the six bits of a key's hash that waitCount counts:
-// bits the stripe index (the low bits) and the key table (the high bits)
-// do not use.
-func waitBits(h uint64) int { return int(h>>32) & 63 }
-
-// queueFor returns the queue of point waiters on key (hash h) in s, or nil.
-func (s *stripe) queueFor(h uint64, key []byte) *keyQueue {
-	if s.waitMask&(1<<waitBits(h)) == 0 {
-		return nil
-	}
-	s.kqProbe.key = key
-	kq, _ := s.waiting.Get(&s.kqProbe)
-	s.kqProbe.key = nil
-	return kq
-}
-
-// queueForInsert returns the queue of point waiters on key (hash h) in s,
-// creating it if needed. key must not be modified later.
-func (s *stripe) queueForInsert(h uint64, key []byte) *keyQueue {
-	if s.waiting == nil {
-		s.waiting = btree.NewG(8, keyQueueLess)
-	}
-	if kq := s.queueFor(h, key); kq != nil {
-		return kq
-	}
-	kq := &keyQueue{key: key, h: h}
-	s.waiting.ReplaceOrInsert(kq)
-	b := waitBits(h)
-	s.waitCount[b]++
-	s.waitMask |= 1 << b
-	return kq
-}
-
-// deleteQueueLocked removes kq, now empty, from s's index.
-func (s *stripe) deleteQueueLocked(kq *keyQueue) {
-	s.waiting.Delete(kq)
-	b := waitBits(kq.h)
-	if s.waitCount[b]--; s.waitCount[b] == 0 {
-		s.waitMask &^= 1 << b
-	}
-}
-
-// ascendWaitingLocked calls fn for the queue of every waiting key of s in
-// r, in key order, until fn returns false. fn must not change s.waiting.
-func (s *stripe) ascendWaitingLocked(r txnlock.Range, fn func(kq *keyQueue) bool) {
-	if s.waiting == nil || s.waiting.Len() == 0 {
-		return
-	}
-	// A probe of its own: fn may call queueFor, which uses s.kqProbe.
-	s.waiting.AscendGreaterOrEqual(&keyQueue{key: r.Start().Key()}, func(kq *keyQueue) bool {
-		if txnlock.Point(kq.key).Start().Compare(r.End()) >= 0 {
-			return false
-		}
-		if !r.Contains(kq.key) {
-			return true
-		}
-		return fn(kq)
-	})
-}
-
 // inUseLocked reports whether any lock is held or requested in f.
 func (f *family) inUseLocked() bool {
 	if f.wide.Len() > 0 {
@@ -237,7 +149,7 @@ func (f *family) inUseLocked() bool {
 	}
 	for i := range f.stripes {
 		s := &f.stripes[i]
-		if s.tree.Len() > 0 || s.points.Len() > 0 || (s.waiting != nil && s.waiting.Len() > 0) {
+		if s.tree.Len() > 0 || s.points.Len() > 0 {
 			return true
 		}
 	}
@@ -261,15 +173,11 @@ func (f *family) close() {
 }
 
 // forEachWaiterLocked calls fn for every linked waiter of f: point waiters
-// stripe by stripe in key order, then wide waiters. Every stripe is held.
+// stripe by stripe, then wide waiters. Every stripe is held.
 func (f *family) forEachWaiterLocked(fn func(w *waiter)) {
 	for i := range f.stripes {
-		s := &f.stripes[i]
-		if s.waiting == nil {
-			continue
-		}
-		s.waiting.Ascend(func(kq *keyQueue) bool {
-			for lw := kq.q.Front(); lw != nil; lw = lw.Next() {
+		f.stripes[i].queuedLocked(txnlock.All(), func(l *locktable.Lock) bool {
+			for lw := l.Front(); lw != nil; lw = lw.Next() {
 				fn(waiterOf(lw))
 			}
 			return true

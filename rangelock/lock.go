@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 )
 
@@ -44,7 +46,7 @@ func (f *family) countersLocked(q *request) *lockwait.Counters {
 func (f *family) coveredLocked(q *request, mode txnlock.Mode) bool {
 	if q.point() {
 		s := &f.stripes[q.stripe]
-		if s.pointGetLocked(q.h, q.key).modeOf(q.txn).Covers(mode) {
+		if l := s.lockOfLocked(q.h, q.key); l != nil && l.ModeOf(q.txn).Covers(mode) {
 			return true
 		}
 		return s.tree.Len() > 0 && s.tree.Covered(q.txn, q.r, mode)
@@ -54,8 +56,8 @@ func (f *family) coveredLocked(q *request, mode txnlock.Mode) bool {
 
 // lockPointFast grants, under the stripe mutex alone, the two point
 // requests that need nothing but the stripe's table: a re-lock of a key
-// txn holds in mode or stronger, and a key nobody holds or waits for with
-// no wide lock or wide waiter in the family. It reports done=false, having
+// txn holds in mode or stronger, and a key nobody holds or waits for (not
+// in the table) with no wide lock or wide waiter in the family. It reports done=false, having
 // changed nothing, for every other request: family.lock runs those.
 // Separate from lock so that the common case builds no request.
 func (f *family) lockPointFast(txn txnlock.TxnID, key []byte, h uint64, si int, mode txnlock.Mode) (done bool, err error) {
@@ -72,21 +74,19 @@ func (s *stripe) lockPointFastLocked(txn txnlock.TxnID, key []byte, h uint64, mo
 	if f.dead != nil {
 		return true, f.dead
 	}
-	pl, pos := s.points.Find(h, key)
+	l, pos := s.points.Find(h, key)
 	switch {
-	case pl != nil:
-		if !pl.modeOf(txn).Covers(mode) {
-			return false, nil // held by another, or an upgrade
+	case l != nil:
+		if !l.ModeOf(txn).Covers(mode) {
+			return false, nil // held by another, an upgrade, or queued for
 		}
-	case f.wide.Len() > 0 || s.tree.Len() > 0 || s.queueFor(h, key) != nil:
-		// A wide lock or waiter may overlap key; a queue of a key
-		// nobody holds is one whose head just failed and is leaving:
-		// it still goes first.
-		return false, nil
+	case f.wide.Len() > 0 || s.tree.Len() > 0:
+		return false, nil // a wide lock or waiter may overlap key
 	case !f.m.mem.fitsPointLocked(s, len(key)):
 		return false, nil // escalation, or ErrLockLimit
 	default:
-		s.insertFreshAtLocked(pos, txn, s.txnPointsLocked(txn), h, key, mode)
+		holds := s.txnPointsLocked(txn)
+		s.grantPointLocked(s.newLockLocked(pos, h, key), holds, mode, nil)
 		s.syncMemLocked(&f.m.mem)
 	}
 	s.counters.Acquired++ // a grant, or a re-lock (a no-op)
@@ -130,13 +130,20 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 		f.escalate()
 	}
 
-	blocked := f.blockedLocked(q)
-	if blocked && q.mode == txnlock.Exclusive && f.coveredLocked(q, txnlock.Shared) {
-		q.upgrade = true
+	var l *locktable.Lock // the Lock of a point request's key, if it has one
+	var blocked bool
+	if q.point() {
+		l = f.stripes[q.stripe].lockOfLocked(q.h, q.key)
+		blocked = f.pointBlockedLocked(q, l)
+	} else {
 		blocked = f.blockedLocked(q)
+		if blocked && q.mode == txnlock.Exclusive && f.coveredLocked(q, txnlock.Shared) {
+			q.upgrade = true
+			blocked = f.blockedLocked(q)
+		}
 	}
 	if !blocked {
-		f.acquireLocked(q)
+		f.acquireLocked(q, l)
 		if !q.upgrade || f.m.det == nil {
 			f.unlockReqLocks(q)
 			return nil, nil
@@ -144,11 +151,10 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 		// Shared requests waiting on what was upgraded now wait for
 		// q.txn too: tell the detector.
 		if !q.point() {
-			f.refreshAfterUpgradeLocked(q, nil)
+			f.refreshAfterUpgradeLocked(q)
 			f.unlockStripes()
 			return nil, nil
 		}
-		f.refreshAfterUpgradeLocked(q, f.stripes[q.stripe].queueFor(q.h, q.key))
 		rs := []txnlock.Range{q.r}
 		wide := f.wideOverlapsLocked(rs)
 		f.unlockReqLocks(q)
@@ -157,17 +163,11 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 	}
 	if timeout == txnlock.NoWait {
 		f.countersLocked(q).Timeouts++
-		var last *lockwait.Waiter
-		if q.point() {
-			if kq := f.stripes[q.stripe].queueFor(q.h, q.key); kq != nil {
-				last = kq.q.Back()
-			}
-		}
-		report := f.waitsForLocked(q, newRequest, last, nil)
+		report := f.waitsForLocked(q, newRequest, l, nil, nil)
 		f.unlockReqLocks(q)
 		return report, txnlock.ErrLockTimeout
 	}
-	w := f.enqueueLocked(q)
+	w := f.enqueueLocked(q, l)
 	f.unlockReqLocks(q)
 	if m.queued != nil {
 		m.queued(q.txn)
@@ -184,25 +184,30 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 	return report, err
 }
 
-// acquireLocked grants q at once.
-func (f *family) acquireLocked(q *request) {
+// acquireLocked grants q at once; l is the Lock of a point request's key,
+// or nil if it has none yet.
+func (f *family) acquireLocked(q *request, l *locktable.Lock) {
 	if q.point() {
 		s := &f.stripes[q.stripe]
-		s.acquirePointLocked(q.txn, q.tp, q.h, q.key, q.mode)
+		if l == nil {
+			l = s.lockForLocked(q.h, q.key)
+		}
+		s.grantPointLocked(l, q.tp, q.mode, nil)
 		s.counters.Acquired++
 		s.syncMemLocked(&f.m.mem)
-		if kq := s.queueFor(q.h, q.key); kq != nil {
-			f.refreshKeyLocked(s, kq) // a new holder of a key with waiters
-		}
+		// A new holder, or a stronger mode, of a key with waiters.
+		f.refreshQueueLocked(s, l)
 		return
 	}
 	f.acquireWideLocked(q.txn, q.r, q.mode)
 	f.wideCounters.Acquired++
 }
 
-// enqueueLocked queues q behind everything already waiting and tells the
-// detector what it waits for.
-func (f *family) enqueueLocked(q *request) *waiter {
+// enqueueLocked queues q and tells the detector what it waits for: a wide
+// request behind every wide waiter, a point request in its key's queue (l,
+// or a new Lock if nil; locktable.Lock.Enqueue puts an upgrade at the
+// front).
+func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 	now := f.m.clock.Now()
 	w := &waiter{request: *q}
 	w.r = q.r.Clone() // the caller may reuse its buffers once Lock returns
@@ -215,14 +220,17 @@ func (f *family) enqueueLocked(q *request) *waiter {
 	if w.point() {
 		w.key, _ = w.r.PointKey()
 		s := &f.stripes[w.stripe]
-		w.kq = s.queueForInsert(w.h, w.key)
+		if l == nil {
+			l = s.lockForLocked(w.h, w.key)
+		}
+		w.lock = l
 		w.shared = !f.wideWaiterOverlapsLocked(w.r)
 		if !w.shared {
-			w.kq.own++
+			l.Det().Own++
 		}
-		w.kq.q.PushBack(w.lw)
+		l.Enqueue(w.lw)
 		s.counters.BeginWait()
-		held = len(q.tp.locks) + s.tree.TxnCount(q.txn)
+		held = q.tp.Len() + s.tree.TxnCount(q.txn)
 	} else {
 		w.key = nil
 		f.wide.PushBack(w.lw)
@@ -230,16 +238,15 @@ func (f *family) enqueueLocked(q *request) *waiter {
 		f.wideCounters.BeginWait()
 		held = f.stripes[0].tree.TxnCount(q.txn)
 		for _, sp := range f.m.txns.pointsIn(q.txn, f) {
-			held += len(sp.list.locks)
+			held += sp.list.Len()
 		}
 	}
 	if det := f.m.det; det != nil {
 		if w.shared {
-			w.lw.Resource = f.sharedResourceLocked(&f.stripes[w.stripe], w.kq)
+			w.lw.Resource = f.sharedResourceLocked(&f.stripes[w.stripe], w.lock)
 		} else {
 			// Its own resource, with every conflict as its blockers
-			// (seq: computed after w was linked, w is not ahead of
-			// itself).
+			// (computed after w was linked: w is not ahead of itself).
 			w.blockers = f.blockersLocked(&w.request, w.seq, nil)
 			w.lw.Resource = det.NewResource()
 			det.SetBlockers(w.lw.Resource, w.blockers)
@@ -258,11 +265,7 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 	finish := func(c *lockwait.Counters) {
 		if err == txnlock.ErrLockTimeout {
 			// Only a timeout reports whom it waited for.
-			var last *lockwait.Waiter
-			if w.point() {
-				last = w.lw.Prev()
-			}
-			blockers = f.waitsForLocked(&w.request, w.seq, last, nil)
+			blockers = f.waitsForLocked(&w.request, w.seq, w.lock, w.lw, nil)
 		}
 		c.EndWait(err, w.lw.Since, f.m.clock.Now())
 		if det := f.m.det; det != nil && !w.shared {
@@ -274,10 +277,14 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 		s := &f.stripes[w.stripe]
 		s.mu.Lock()
 		finish(&s.counters)
-		kq := w.kq
-		f.unlinkLocked(w)
-		if kq.q.Len() > 0 {
-			f.recheckQueueLocked(s, kq)
+		l := w.lock
+		l.Leave(w.lw)
+		f.leftQueueLocked(l, w)
+		if l.Queued() > 0 {
+			f.recheckQueueLocked(s, l)
+		}
+		if l.Empty() {
+			s.dropLocked(w.h, l)
 		}
 		// Every overlapping wide waiter, not only those behind w: an
 		// upgrade granted just now may block them.
@@ -302,21 +309,32 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 // (ranges just released in s, or the range of a waiter that left). s is
 // held.
 func (f *family) recheckStripeLocked(s *stripe, rs []txnlock.Range) {
-	if s.waiting == nil || s.waiting.Len() == 0 {
+	if s.points.Len() == 0 {
 		return
 	}
-	var kqs []*keyQueue
+	var ls []*locktable.Lock
 	for _, r := range rs {
-		s.ascendWaitingLocked(r, func(kq *keyQueue) bool {
-			kqs = append(kqs, kq)
+		if k, ok := r.PointKey(); ok {
+			// One key, in one stripe: a probe, not a scan.
+			if h, si := f.m.hashKey(k); si == int(s.idx) {
+				if l := s.lockOfLocked(h, k); l != nil && l.Queued() > 0 {
+					ls = append(ls, l)
+				}
+			}
+			continue
+		}
+		s.queuedLocked(r, func(l *locktable.Lock) bool {
+			ls = append(ls, l)
 			return true
 		})
 	}
-	for i, kq := range kqs {
-		if i > 0 && kq == kqs[i-1] {
-			continue
-		}
-		f.recheckQueueLocked(s, kq)
+	if len(rs) > 1 {
+		// The ranges may overlap: each key once.
+		slices.SortFunc(ls, func(a, b *locktable.Lock) int { return strings.Compare(a.Key(), b.Key()) })
+		ls = slices.Compact(ls)
+	}
+	for _, l := range ls {
+		f.recheckQueueLocked(s, l) // l keeps a holder or a waiter: it stays
 	}
 }
 

@@ -29,9 +29,12 @@ type Manager struct {
 	// path reads it with one atomic load. Writers hold admin.
 	fams atomic.Pointer[map[txnlock.ColumnFamily]*family]
 	def  *family // the default family, never dropped; immutable
-	// admin serializes AddColumnFamily, DropColumnFamily and Close. It
-	// comes before every stripe mutex in the lock order.
+	// admin serializes AddColumnFamily, DropColumnFamily, Close and
+	// Stats. It comes before every stripe mutex in the lock order.
 	admin sync.Mutex
+	// retired is the counters of the dropped column families, for
+	// Stats; guarded by admin.
+	retired txnlock.Stats
 
 	txns txnTable
 	mem  memBudget
@@ -94,12 +97,16 @@ func (m *Manager) family(cf txnlock.ColumnFamily) (*family, error) {
 // option fixedHash, from stripeOf, the same in every run). One hash per
 // request serves both.
 func (m *Manager) hashKey(k []byte) (uint64, int) {
-	h := keytable.Sum(&m.kh, k)
+	h := m.keyHash(k)
 	if m.opts.fixedHash {
 		return h, m.stripeOf(k)
 	}
 	return h, int(h & m.mask)
 }
+
+// keyHash returns the hash of point key k, its place in its stripe's
+// table.
+func (m *Manager) keyHash(k []byte) uint64 { return keytable.Sum(&m.kh, k) }
 
 // stripeOf returns the stripe index of point key k: a seeded
 // multiply-xor hash over 8-byte words, enough to spread keys over a few
@@ -287,6 +294,7 @@ func (m *Manager) DropColumnFamily(cf txnlock.ColumnFamily) error {
 		return lockErr("drop-column-family", req, nil, txnlock.ErrColumnFamilyInUse)
 	}
 	f.dead = txnlock.ErrUnknownColumnFamily
+	f.addCountersLocked(&m.retired)
 	f.resetMemLocked()
 	fams := maps.Clone(*m.fams.Load())
 	delete(fams, cf)

@@ -10,13 +10,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
-	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/manualclock"
 	"go.uber.org/goleak"
 )
 
 func TestOptions(t *testing.T) {
 	var o Options
+	require.NoError(t, o.Validate(), "the zero Options mean the defaults")
 	o.EnsureDefaults()
 	require.NoError(t, o.Validate())
 	require.Equal(t, DefaultStripes(), o.Stripes)
@@ -32,9 +32,11 @@ func TestOptions(t *testing.T) {
 	require.ErrorIs(t, err, txnlock.ErrInvalidOptions)
 	var oe *txnlock.OptionsError
 	require.True(t, errors.As(err, &oe))
-	require.Len(t, oe.Problems, 4, "%v", oe.Problems) // timeout, clock, stripes, memory
+	require.Len(t, oe.Problems, 3, "%v", oe.Problems) // timeout, stripes, memory
 	_, err = New(Options{Stripes: 2 * MaxStripes})
 	require.ErrorIs(t, err, txnlock.ErrInvalidOptions)
+	bad = Options{Stripes: -4}
+	require.ErrorIs(t, bad.Validate(), txnlock.ErrInvalidOptions)
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
@@ -125,10 +127,6 @@ func TestCallerBuffers(t *testing.T) {
 	require.Equal(t, "[key1]", st.Locks[1].Range.String())
 }
 
-func TestPointLockLayout(t *testing.T) {
-	require.True(t, keytable.Valid[pointLock](), "pointLock must start with keytable.Entry")
-}
-
 // TestTransactionsAllocateNothing: once warm, a stream of transactions that
 // each lock a few points and end with UnlockAll allocates nothing: point
 // locks, per-stripe lists and the transactions' records are all recycled.
@@ -170,4 +168,28 @@ func testAllocateNothing(t *testing.T, key func(int) []byte) {
 		one()
 	}
 	require.Zero(t, testing.AllocsPerRun(1000, one))
+}
+
+// TestStatsKeepDroppedFamilies: the counters of a dropped column family
+// stay in Stats.
+func TestStatsKeepDroppedFamilies(t *testing.T) {
+	m, err := New(Options{})
+	require.NoError(t, err)
+	defer m.Close()
+	ctx := context.Background()
+	require.NoError(t, m.AddColumnFamily(1))
+	wide, err := txnlock.Closed([]byte("a"), []byte("c"))
+	require.NoError(t, err)
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, CF: 1, Range: point("k"), Mode: txnlock.Exclusive}))
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, CF: 1, Range: wide, Mode: txnlock.Shared}))
+	err = m.Lock(ctx, txnlock.Request{Txn: 2, CF: 1, Range: point("k"), Mode: txnlock.Shared, Timeout: txnlock.NoWait})
+	require.ErrorIs(t, err, txnlock.ErrLockTimeout)
+	require.NoError(t, m.UnlockAll(1))
+	before := m.Stats()
+	require.NoError(t, m.DropColumnFamily(1))
+	after := m.Stats()
+	require.Equal(t, before, after)
+	require.EqualValues(t, 2, after.Acquired)
+	require.EqualValues(t, 2, after.Released)
+	require.EqualValues(t, 1, after.Timeouts)
 }

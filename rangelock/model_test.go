@@ -195,6 +195,9 @@ func runModel(o *opReader, nops int) error {
 				delete(byTxn, txn)
 			}
 		}
+		if err := m.checkInvariants(); err != nil {
+			return fmt.Errorf("%s: %w", trace.String(), err)
+		}
 		if got, want := m.Status().String(), model.status(); got != want {
 			return fmt.Errorf("%s: status\n%s\nwant\n%s", trace.String(), got, want)
 		}

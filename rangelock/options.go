@@ -16,14 +16,15 @@ const DefaultMaxLockMemory = 64 << 20
 // mutex of its column family.
 const MaxStripes = 1024
 
-// Options configure a Manager.
+// Options configure a Manager. The zero Options are valid and mean the
+// defaults: EnsureDefaults fills every zero field.
 type Options struct {
 	txnlock.WaitOptions
 
-	// Stripes is the number of stripes per column family, a power of two.
-	// A point lock lives in one stripe, a wide range in all of them: more
-	// stripes let more point requests run in parallel and make wide
-	// requests dearer. Default: DefaultStripes(), as pointlock's: 16 ×
+	// Stripes is the number of stripes per column family, a power of two
+	// of at most MaxStripes. A point lock lives in one stripe, a wide
+	// range in all of them: more stripes let more point requests run in
+	// parallel and make wide requests dearer. Default: DefaultStripes(), as pointlock's: 16 ×
 	// GOMAXPROCS rounded up to a power of two, at least 16, but at most
 	// 256 (a wide request takes every stripe mutex).
 	Stripes int
@@ -66,19 +67,21 @@ func (o *Options) EnsureDefaults() {
 	}
 }
 
-// Validate reports every problem of o (call EnsureDefaults first: zero
-// values are problems here).
+// Validate reports every problem of o at once. A zero field is no
+// problem: it means its default (EnsureDefaults).
 func (o *Options) Validate() error {
 	var p txnlock.Problems
 	p.Merge(o.WaitOptions.Validate())
-	if o.Clock == nil {
-		p.Addf("Clock is nil")
+	switch {
+	case o.Stripes < 0:
+		p.Addf("Stripes %d is negative (0 means the default)", o.Stripes)
+	case o.Stripes > MaxStripes:
+		p.Addf("Stripes %d is above %d", o.Stripes, MaxStripes)
+	case o.Stripes&(o.Stripes-1) != 0:
+		p.Addf("Stripes %d is not a power of two", o.Stripes)
 	}
-	if o.Stripes <= 0 || o.Stripes > MaxStripes || o.Stripes&(o.Stripes-1) != 0 {
-		p.Addf("Stripes %d is not a power of two in [1, %d]", o.Stripes, MaxStripes)
-	}
-	if o.MaxLockMemory <= 0 {
-		p.Addf("MaxLockMemory %d is not positive", o.MaxLockMemory)
+	if o.MaxLockMemory < 0 {
+		p.Addf("MaxLockMemory %d is negative (0 means the default)", o.MaxLockMemory)
 	}
 	return p.Err()
 }

@@ -130,6 +130,7 @@ func TestRandomConcurrent(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, m.AddColumnFamily(1))
 			runRandom(t, m, 8, txnsPerWorker)
+			require.NoError(t, m.checkInvariants())
 			st := m.Status()
 			require.Empty(t, st.Locks, "%v", st)
 			require.Empty(t, st.Waits, "%v", st)

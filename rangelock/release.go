@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/locktable"
 )
 
 // unlock releases r of txn (Manager.Unlock); r is [k, k] if point.
@@ -22,18 +23,24 @@ func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool
 		// table marks txn wide before it can acquire a wide lock:
 		// before a wide request runs, or under escalation's locks.)
 		if !f.wideSeen || !f.m.txns.hasWide(txn, f) {
-			if !s.releasePointLocked(txn, h, k) {
+			l := s.lockOfLocked(h, k)
+			if l == nil || !s.releaseHoldLocked(l, txn) {
 				s.mu.Unlock()
 				return txnlock.ErrNotHeld
 			}
 			s.counters.Released++
 			s.syncMemLocked(&f.m.mem)
-			if !s.hasWaitersLocked() && f.wide.Len() == 0 {
+			if l.Queued() > 0 {
+				f.recheckQueueLocked(s, l)
+			}
+			if l.Empty() {
+				s.dropLocked(h, l)
+			}
+			if f.wide.Len() == 0 {
 				s.mu.Unlock()
 				return nil
 			}
 			rs := []txnlock.Range{r}
-			f.recheckStripeLocked(s, rs)
 			wide := f.wideOverlapsLocked(rs)
 			s.mu.Unlock()
 			f.recheckWide(wide, rs)
@@ -49,9 +56,6 @@ func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool
 	return f.unlockWideLocked(txn, r)
 }
 
-// hasWaitersLocked reports whether point requests wait in s.
-func (s *stripe) hasWaitersLocked() bool { return s.waiting != nil && s.waiting.Len() > 0 }
-
 // unlockWideLocked releases r of txn from every stripe: from its wide
 // locks (a copy in each stripe) and its points in r (each in its own
 // stripe). Together they must hold all of r, else ErrNotHeld and nothing
@@ -65,19 +69,20 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 		return true
 	})
 	type heldPoint struct {
-		s  *stripe
-		pl *pointLock
+		s *stripe
+		l *locktable.Lock
 	}
 	var points []heldPoint
 	union = append(union, wide...)
 	for _, sp := range f.m.txns.pointsIn(txn, f) {
 		s := &f.stripes[sp.idx]
-		for _, pl := range sp.list.locks {
-			if r.Contains(pl.key()) {
-				points = append(points, heldPoint{s, pl})
-				union = append(union, txnlock.Point(pl.key()))
+		sp.list.All(func(hd *locktable.Holder) bool {
+			if l := hd.Lock(); r.Contains(l.KeyBytes()) {
+				points = append(points, heldPoint{s, l})
+				union = append(union, txnlock.Point(l.KeyBytes()))
 			}
-		}
+			return true
+		})
 	}
 	if !coversAll(union, r) {
 		return txnlock.ErrNotHeld
@@ -91,7 +96,8 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 		}
 	}
 	for _, p := range points {
-		p.s.dropHoldLocked(p.pl, p.pl.holderIndex(txn)) // p.pl may be recycled from here on
+		p.s.releaseHoldLocked(p.l, txn)
+		p.s.dropIfEmptyLocked(p.l) // a Lock with waiters stays, for the re-check below
 	}
 	for i := range f.stripes {
 		f.stripes[i].syncMemLocked(&f.m.mem)
@@ -112,48 +118,37 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 		f.unlockAllWide(txn, t)
 		return
 	}
-	var kqBuf [8]*keyQueue
 	for i := range t.numStripes() {
-		f.unlockAllPoints(txn, t.stripeAt(i), kqBuf[:0])
+		f.unlockAllPoints(txn, t.stripeAt(i))
 	}
 }
 
 // unlockAllPoints releases every point lock of txn in one stripe (sp is its
-// entry there) and wakes whom that may grant; kqBuf is scratch space.
-func (f *family) unlockAllPoints(txn txnlock.TxnID, sp *stripePoints, kqBuf []*keyQueue) {
+// entry there) and wakes whom that may grant.
+func (f *family) unlockAllPoints(txn txnlock.TxnID, sp *stripePoints) {
 	s := &f.stripes[sp.idx]
 	s.mu.Lock()
 	if f.dead != nil {
 		s.mu.Unlock()
 		return
 	}
-	var rel []txnlock.Range
-	var kqs []*keyQueue
-	var n int
+	var rel *[]txnlock.Range
 	if f.wide.Len() > 0 {
 		// Wide waiters may overlap what is released: keep the keys.
-		n, _ = s.releaseAllPointsLocked(txn, sp, &rel, nil)
-	} else {
-		// Only this stripe's point waiters can be woken: find the
-		// released keys' queues as the keys go (waitMask makes that
-		// free where there are none).
-		n, kqs = s.releaseAllPointsLocked(txn, sp, nil, kqBuf)
+		rel = new([]txnlock.Range)
 	}
+	n := f.releaseAllPointsLocked(s, txn, sp, rel)
 	if n == 0 {
 		s.mu.Unlock()
 		return
 	}
 	s.syncMemLocked(&f.m.mem)
 	s.counters.Released += uint64(n)
-	for _, kq := range kqs {
-		f.recheckQueueLocked(s, kq)
-	}
-	f.recheckStripeLocked(s, rel)
-	wide := f.wideOverlapsLocked(rel)
+	wide := rel != nil && f.wideOverlapsLocked(*rel)
 	s.mu.Unlock()
 	if wide {
 		f.lockStripes()
-		f.recheckWideLocked(rel)
+		f.recheckWideLocked(*rel)
 		f.unlockStripes()
 	}
 }
@@ -174,17 +169,19 @@ func (f *family) unlockAllWide(txn txnlock.TxnID, t *famTouch) {
 				wideRel = append(wideRel, r)
 			}
 		})
-		rel := slices.Clone(wideRel)
+		// The points' queues are re-checked as they are released, the
+		// keys under the wide locks after.
+		var rel []txnlock.Range
 		n := 0
 		t.stripes(func(sp *stripePoints) {
 			if sp.idx == i {
-				n, _ = s.releaseAllPointsLocked(txn, sp, &rel, nil)
+				n = f.releaseAllPointsLocked(s, txn, sp, &rel)
 			}
 		})
 		s.syncMemLocked(&f.m.mem)
 		s.counters.Released += uint64(n)
-		f.recheckStripeLocked(s, rel)
-		all = append(all, rel[len(wideRel):]...)
+		f.recheckStripeLocked(s, wideRel)
+		all = append(all, rel...)
 	}
 	f.wideCounters.Released += uint64(len(wideRel))
 	all = append(all, wideRel...)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/waitsfor"
 	"github.com/txnlock/txnlock/locktree"
 )
@@ -66,12 +67,15 @@ func (s *familySnap) copyLocked(f *family) {
 		return true
 	})
 	for i := range f.stripes {
-		f.stripes[i].points.All(func(_ uint64, pl *pointLock) bool {
-			r := txnlock.Point(bytes.Clone(pl.key()))
-			for i := range pl.nHolders() {
-				h := pl.holder(i)
-				s.held = append(s.held, holding{h.txn, r, h.mode})
+		f.stripes[i].points.All(func(_ uint64, l *locktable.Lock) bool {
+			if !l.Held() {
+				return true // only waited for
 			}
+			r := txnlock.Point(bytes.Clone(l.KeyBytes()))
+			l.Holders(func(hd *locktable.Holder) bool {
+				s.held = append(s.held, holding{hd.Txn(), r, hd.Mode()})
+				return true
+			})
 			return true
 		})
 	}
@@ -88,9 +92,10 @@ func (s *familySnap) copyLocked(f *family) {
 }
 
 // waits builds the Status rows of the copied waiters. A point waiter's
-// queue is its key's point waiters and the wide waiters over the key, in
-// seq order, scanned once (waitsfor.Scanner); a wide waiter looks at every
-// overlapping waiter ahead of it. Where a wide request is on a waiter's
+// queue is its key's point waiters, upgrades first as the key's Lock
+// queues them, and the wide waiters over the key, in seq order, scanned
+// once (waitsfor.Scanner); a wide waiter looks at every overlapping waiter
+// ahead of it. Where a wide request is on a waiter's
 // list, or the waiter is wide, the list also names the conflicting holders
 // that no listed request waits for itself: a range can overlap holders
 // that the requests ahead of it do not.
@@ -121,6 +126,11 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 	}
 	var ahead []waitsfor.Request
 	for k, idx := range byKey {
+		// Upgrades are at the front of the key's queue, ahead of
+		// everything (the wide waiters' merge below skips them).
+		slices.SortStableFunc(idx, func(a, b int) int {
+			return cmpUpgrade(s.waiters[a].req.Upgrade, s.waiters[b].req.Upgrade)
+		})
 		key := txnlock.Point([]byte(k))
 		held := pointHeld[k]
 		for _, h := range wideHeld {
@@ -133,7 +143,7 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 		wi := 0
 		var wideAhead []int // the wide waiters of the merged queue so far
 		for _, i := range idx {
-			for ; wi < len(wide) && wide[wi] < i; wi++ {
+			for ; !s.waiters[i].req.Upgrade && wi < len(wide) && wide[wi] < i; wi++ {
 				if o := s.waiters[wide[wi]]; o.r.Overlaps(key) {
 					sc.Push(o.req)
 					wideAhead = append(wideAhead, wide[wi])
@@ -187,6 +197,17 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 		out[i] = s.row(cf, w, s.unreachedHolders(b, w, held, overlapping))
 	}
 	return out
+}
+
+// cmpUpgrade orders upgrades before other requests.
+func cmpUpgrade(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return -1
+	}
+	return 1
 }
 
 func (s *familySnap) row(cf txnlock.ColumnFamily, w waitSnap, blockers []txnlock.TxnID) txnlock.WaitStatus {
@@ -353,24 +374,35 @@ func subtractRanges(rs, minus []txnlock.Range) []txnlock.Range {
 	return out
 }
 
-// Stats returns the manager's counters. CurrentLocks counts held point
-// locks (a key with several holders once) and held wide (transaction,
-// range) entries. LockMemory is exact; a wide lock counts once per stripe,
-// as it is stored.
+// Stats returns the manager's counters, summed over the column families
+// (and over those dropped so far). CurrentLocks counts held point locks (a
+// key with several holders once) and held wide (transaction, range)
+// entries. LockMemory is exact; a wide lock counts once per stripe, as it
+// is stored.
 func (m *Manager) Stats() txnlock.Stats {
-	var s txnlock.Stats
+	m.admin.Lock() // no column family is dropped meanwhile
+	defer m.admin.Unlock()
+	s := m.retired
 	for _, f := range *m.fams.Load() {
 		f.lockStripes()
-		f.wideCounters.AddTo(&s)
-		s.Escalations += f.escalations
+		f.addCountersLocked(&s)
 		s.CurrentLocks += int64(f.stripes[0].tree.Len())
 		for i := range f.stripes {
 			st := &f.stripes[i]
-			st.counters.AddTo(&s)
-			s.CurrentLocks += int64(st.points.Len())
+			s.CurrentLocks += st.held
 			s.LockMemory += st.lockMemory()
 		}
 		f.unlockStripes()
 	}
 	return s
+}
+
+// addCountersLocked adds f's counters (requests, waits, escalations) to
+// s. Every stripe is held.
+func (f *family) addCountersLocked(s *txnlock.Stats) {
+	f.wideCounters.AddTo(s)
+	s.Escalations += f.escalations
+	for i := range f.stripes {
+		f.stripes[i].counters.AddTo(s)
+	}
 }

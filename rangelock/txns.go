@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/txntable"
 )
 
@@ -31,11 +32,8 @@ type txnLocks struct {
 func (rec *txnLocks) reset() {
 	t := &rec.first
 	for i := range t.n {
-		if l := &t.inline[i].list; cap(l.locks) <= maxKeptPoints {
-			t.inline[i] = stripePoints{list: txnPoints{locks: l.locks[:0]}}
-		} else {
-			t.inline[i] = stripePoints{}
-		}
+		t.inline[i].idx = 0
+		t.inline[i].list.Reset(maxKeptPoints)
 	}
 	t.f, t.wide, t.n, t.extra = nil, false, 0, nil
 	rec.more = nil
@@ -95,7 +93,7 @@ func (t *famTouch) stripes(fn func(sp *stripePoints)) {
 // stays with the record when the table recycles it.
 type stripePoints struct {
 	idx  int
-	list txnPoints
+	list locktable.Holds
 }
 
 // init sizes the table like the families: as many shards as stripes.
@@ -180,6 +178,7 @@ func (tt *txnTable) pointsOf(txn txnlock.TxnID, f *family, idx int) *stripePoint
 		t.extra = append(t.extra, sp)
 	}
 	sp.idx = idx
+	sp.list.Txn = txn
 	st.Mu.Unlock()
 	return sp
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/internal/waitsfor"
 )
@@ -25,9 +26,8 @@ type request struct {
 	// upgrade: the transaction holds all of r Shared and asks for
 	// Exclusive; it waits for the other holders only, not for the queue.
 	upgrade bool
-	// tp is the transaction's list of point locks in the stripe of a
-	// point request.
-	tp *txnPoints
+	// tp is the transaction's Holds in the stripe of a point request.
+	tp *locktable.Holds
 }
 
 func (q *request) point() bool { return q.stripe != wideStripe }
@@ -38,13 +38,14 @@ func (q *request) point() bool { return q.stripe != wideStripe }
 type waiter struct {
 	request
 	lw  *lockwait.Waiter
-	seq uint64 // position in the family's waiting order
-	kq  *keyQueue
+	seq uint64 // the order in which the family's waiters queued
+	// lock is a point waiter's key's Lock, whose queue holds lw.
+	lock *locktable.Lock
 	// shared: a point waiter that had no overlapping wide waiter ahead
-	// when it queued; it waits on its key queue's detector resource
-	// (kq.res) and is re-checked by recheckQueueLocked's scan. Otherwise
-	// (wide, or a wide waiter ahead) lw.Resource is its own and blockers
-	// is what the detector was last told about it.
+	// when it queued; it waits on its key's shared detector resource
+	// (lock.Det().Res). Otherwise (wide, or a wide waiter ahead)
+	// lw.Resource is its own and blockers is what the detector was last
+	// told about it.
 	shared   bool
 	blockers []txnlock.TxnID
 }
@@ -52,7 +53,9 @@ type waiter struct {
 func waiterOf(lw *lockwait.Waiter) *waiter { return lw.Ext.(*waiter) }
 
 // newRequest is the seq of a request that is not queued: every queued
-// waiter is ahead of it.
+// waiter is ahead of it. (seq is the order of queueing, not a queue
+// position: an upgrade is queued at the front of its key's queue, ahead
+// of earlier requests; see eachAhead.)
 const newRequest = ^uint64(0)
 
 // blockersLocked appends to dst the transactions that keep q (at queue
@@ -90,15 +93,23 @@ func (f *family) blockersLocked(q *request, seq uint64, dst []txnlock.TxnID) []t
 // of a point request is held; every stripe for a wide request.
 func (f *family) holderConflictsLocked(q *request, dst []txnlock.TxnID) []txnlock.TxnID {
 	base := len(dst)
-	add := func(owner txnlock.TxnID) { dst = append(dst, owner) }
 	addHeld := func(owner txnlock.TxnID, _ txnlock.Range, _ txnlock.Mode) bool {
 		dst = append(dst, owner)
 		return true
 	}
+	add := func(l *locktable.Lock) bool {
+		l.Holders(func(hd *locktable.Holder) bool {
+			if hd.Txn() != q.txn && !q.mode.Compatible(hd.Mode()) {
+				dst = append(dst, hd.Txn())
+			}
+			return true
+		})
+		return true
+	}
 	if q.point() {
 		s := &f.stripes[q.stripe]
-		if pl := s.pointGetLocked(q.h, q.key); pl != nil {
-			pl.conflicts(q.txn, q.mode, add)
+		if l := s.lockOfLocked(q.h, q.key); l != nil {
+			add(l)
 		}
 		if s.tree.Len() > 0 {
 			s.tree.Conflicts(q.txn, q.r, q.mode, addHeld)
@@ -108,25 +119,22 @@ func (f *family) holderConflictsLocked(q *request, dst []txnlock.TxnID) []txnloc
 		// spread over the stripes.
 		f.stripes[0].tree.Conflicts(q.txn, q.r, q.mode, addHeld)
 		for i := range f.stripes {
-			f.stripes[i].ascendPointsLocked(q.r, func(pl *pointLock) bool {
-				pl.conflicts(q.txn, q.mode, add)
-				return true
-			})
+			f.stripes[i].ascendPointsLocked(q.r, add)
 		}
 	}
 	return sortUnique(dst, base)
 }
 
 // aheadLocked calls fn for every active waiter of another transaction
-// queued ahead of seq that overlaps q, until fn returns false: the waiters
+// ahead of q (at seq) that overlaps q, until fn returns false: the waiters
 // of q's key and the wide waiters for a point request; every overlapping
 // waiter for a wide one. The order is queue by queue (callers that need
 // queue order sort by seq).
 func (f *family) aheadLocked(q *request, seq uint64, fn func(w *waiter) bool) {
 	more := true
 	if q.point() {
-		if kq := f.stripes[q.stripe].queueFor(q.h, q.key); kq != nil {
-			more = eachAhead(&kq.q, q, seq, fn)
+		if l := f.stripes[q.stripe].lockOfLocked(q.h, q.key); l != nil {
+			more = eachAhead(l, q, seq, fn)
 		}
 	}
 	if more && f.wide.Len() > 0 {
@@ -141,8 +149,8 @@ func (f *family) aheadLocked(q *request, seq uint64, fn func(w *waiter) bool) {
 		return
 	}
 	for i := range f.stripes {
-		f.stripes[i].ascendWaitingLocked(q.r, func(kq *keyQueue) bool {
-			more = eachAhead(&kq.q, q, seq, fn)
+		f.stripes[i].queuedLocked(q.r, func(l *locktable.Lock) bool {
+			more = eachAhead(l, q, seq, fn)
 			return more
 		})
 		if !more {
@@ -151,20 +159,37 @@ func (f *family) aheadLocked(q *request, seq uint64, fn func(w *waiter) bool) {
 	}
 }
 
-// eachAhead calls fn for the waiters of queue that are ahead of seq, still
-// waiting, of another transaction and overlapping q, until fn returns
-// false; it reports whether fn asked for more.
-func eachAhead(queue *lockwait.Queue, q *request, seq uint64, fn func(w *waiter) bool) bool {
-	for lw := queue.Front(); lw != nil; lw = lw.Next() {
+// eachAhead calls fn for the waiters of l's queue that are ahead of q (at
+// seq), still waiting, of another transaction and overlapping q, until fn
+// returns false; it reports whether fn asked for more. For a point
+// request ahead is the queue's order: the waiters in front of q's own
+// (upgrades, at the front, included), or all of them for a new request.
+// For a wide request it is seq: an upgrade at the front queued later is
+// not ahead of it, and behind the upgrades the queue is in seq order.
+func eachAhead(l *locktable.Lock, q *request, seq uint64, fn func(w *waiter) bool) bool {
+	for lw := l.Front(); lw != nil; lw = lw.Next() {
 		w := waiterOf(lw)
-		if w.seq >= seq {
-			return true // queues are in seq order
+		switch {
+		case w.seq == seq:
+			return true // q itself: the rest is behind it
+		case w.seq > seq && !q.point():
+			if lw.Upgrade {
+				continue
+			}
+			return true
 		}
 		if w.txn != q.txn && lw.Active() && w.r.Overlaps(q.r) && !fn(w) {
 			return false
 		}
 	}
 	return true
+}
+
+// queueOrder orders waiters as a request behind all of them sees them:
+// point upgrades first (each at the front of its key's queue), then by
+// seq.
+func queueOrder(a, b *waiter) int {
+	return cmp.Or(cmpUpgrade(a.upgrade && a.point(), b.upgrade && b.point()), cmp.Compare(a.seq, b.seq))
 }
 
 // conflictAheadLocked reports whether an active, incompatible request of
@@ -197,7 +222,7 @@ func (f *family) queuedAheadLocked(q *request, seq uint64) []*waiter {
 		conflict = conflict || !q.mode.Compatible(w.mode)
 		return true
 	})
-	slices.SortFunc(ws, func(a, b *waiter) int { return cmp.Compare(a.seq, b.seq) })
+	slices.SortFunc(ws, queueOrder)
 	if q.point() || !conflict {
 		return ws
 	}
@@ -235,34 +260,69 @@ func (f *family) conflictsWithTxnLocked(w *waiter, txn txnlock.TxnID, held []*st
 		})
 	}
 	for _, sp := range held {
-		for _, pl := range sp.list.locks {
-			if found {
-				return true
-			}
-			found = w.r.Contains(pl.key()) && !pl.modeOf(txn).Compatible(w.mode)
+		sp.list.All(func(hd *locktable.Holder) bool {
+			found = w.r.Contains(hd.Lock().KeyBytes()) && !hd.Mode().Compatible(w.mode)
+			return !found
+		})
+		if found {
+			return true
 		}
 	}
 	return found
 }
 
-// blockedLocked reports whether q (a request not yet queued) must wait: a
-// conflicting holder, or, unless q is an upgrade, a conflicting request
-// queued ahead (FIFO) that it does not skip (skippedLocked).
+// pointBlockedLocked reports whether point request q (not yet queued)
+// must wait, by its key's Lock l (nil: the key has none) and what l does
+// not know: a conflicting wide lock, and, unless q.txn holds the key, a
+// conflicting wide request queued earlier. It sets q.upgrade if q.txn
+// holds the key Shared, as a point or inside a wide lock, and asks for
+// Exclusive: an upgrade waits for the other holders only, never for the
+// queue.
+func (f *family) pointBlockedLocked(q *request, l *locktable.Lock) bool {
+	s := &f.stripes[q.stripe]
+	wideHeld := s.tree.Len() > 0 && s.tree.HasConflict(q.txn, q.r, q.mode)
+	var held txnlock.Mode
+	if l != nil {
+		held = l.ModeOf(q.txn)
+	}
+	if held == 0 && q.mode == txnlock.Exclusive && s.tree.Len() > 0 && s.tree.Covered(q.txn, q.r, txnlock.Shared) {
+		// Held Shared inside a wide lock, which l does not know of.
+		q.upgrade = true
+		return wideHeld || (l != nil && l.Conflicts(q.txn, q.mode))
+	}
+	q.upgrade = held != 0 // not covered (coveredLocked): Shared, asking Exclusive
+	blocked := wideHeld || (held == 0 && f.wideConflictAheadLocked(q, newRequest))
+	if l == nil {
+		return blocked
+	}
+	d, _ := l.Decide(q.txn, q.mode, blocked)
+	return d == locktable.Wait
+}
+
+// wideConflictAheadLocked reports whether an active wide request of
+// another transaction that overlaps q and conflicts with it was queued
+// before seq.
+func (f *family) wideConflictAheadLocked(q *request, seq uint64) bool {
+	if f.wide.Len() == 0 {
+		return false
+	}
+	found := false
+	f.wideIdx.overlapping(q.r, func(w *waiter) bool {
+		found = w.seq < seq && w.txn != q.txn && w.lw.Active() && !q.mode.Compatible(w.mode)
+		return !found
+	})
+	return found
+}
+
+// blockedLocked reports whether wide request q (not yet queued) must wait:
+// a conflicting holder, or, unless q is an upgrade, a conflicting request
+// queued ahead (FIFO) that it does not skip (queuedAheadLocked).
 func (f *family) blockedLocked(q *request) bool {
-	if q.point() {
-		s := &f.stripes[q.stripe]
-		if s.pointGetLocked(q.h, q.key).hasConflictOrNil(q.txn, q.mode) ||
-			(s.tree.Len() > 0 && s.tree.HasConflict(q.txn, q.r, q.mode)) {
-			return true
-		}
-	} else if len(f.holderConflictsLocked(q, nil)) > 0 {
+	if len(f.holderConflictsLocked(q, nil)) > 0 {
 		return true
 	}
 	if q.upgrade || !f.conflictAheadLocked(q, newRequest) {
 		return false
-	}
-	if q.point() {
-		return true
 	}
 	for _, w := range f.queuedAheadLocked(q, newRequest) {
 		if !q.mode.Compatible(w.mode) {
@@ -275,24 +335,28 @@ func (f *family) blockedLocked(q *request) bool {
 // waitsForLocked appends to dst whom q, at queue position seq, waits for,
 // by internal/waitsfor's rule (what Status and a timeout's error report):
 // its nearest conflicting requests ahead, else its conflicting holders.
-// last is the waiter directly ahead of q in its key's queue, for a point
-// request (nil: none): with no wide waiter in the family the walk goes
-// back from it to the nearest Exclusive request and no further, so a
-// timeout on a hot key does not walk its queue.
-func (f *family) waitsForLocked(q *request, seq uint64, last *lockwait.Waiter, dst []txnlock.TxnID) []txnlock.TxnID {
-	if !q.upgrade && q.point() && f.wide.Len() == 0 {
-		n := len(dst)
-		back := func(yield func(int, waitsfor.Request) bool) {
-			i := 0
-			for lw := range lockwait.Backward(last) {
-				if w := waiterOf(lw); !yield(i, waitsfor.Request{Txn: w.txn, Mode: w.mode, Upgrade: w.upgrade}) {
-					return
-				}
-				i++
+// For a point request l is its key's Lock (nil: none) and self its waiter
+// in l's queue (nil: q is not queued): with no wide waiter in the family
+// the walk goes back from it to the nearest Exclusive request and no
+// further, so a timeout on a hot key does not walk its queue.
+func (f *family) waitsForLocked(q *request, seq uint64, l *locktable.Lock, self *lockwait.Waiter, dst []txnlock.TxnID) []txnlock.TxnID {
+	if q.point() && f.wide.Len() == 0 {
+		if l != nil && f.stripes[q.stripe].tree.Len() == 0 {
+			// The key's Lock knows every holder and every request.
+			if self != nil {
+				return l.WaitsFor(dst, self)
 			}
+			return l.WaitsForNew(dst, q.txn, q.mode, q.upgrade)
 		}
-		if dst = waitsfor.Nearest(dst, back, q.txn, q.mode); len(dst) > n {
-			return dst
+		if !q.upgrade && l != nil {
+			last := l.Back()
+			if self != nil {
+				last = self.Prev()
+			}
+			n := len(dst)
+			if dst = waitsfor.Nearest(dst, locktable.Backward(last), q.txn, q.mode); len(dst) > n {
+				return dst
+			}
 		}
 		return f.holderConflictsLocked(q, dst)
 	}
@@ -319,18 +383,19 @@ func sortUnique(dst []txnlock.TxnID, base int) []txnlock.TxnID {
 	return append(dst[:base], slices.Compact(dst[base:])...)
 }
 
-// recheckLocked re-evaluates waiter w after something it overlaps was
-// released or left the queue: it grants w if nothing blocks it any more,
-// else it tells the detector about a changed set of blockers. It reports
-// whether w was granted. w's lock(s) are held.
-func (f *family) recheckLocked(w *waiter) bool {
+// recheckLocked re-evaluates wide waiter w after something it overlaps
+// was released or left the queue: it grants w if nothing blocks it any
+// more, else it tells the detector about a changed set of blockers. Every
+// stripe is held.
+func (f *family) recheckLocked(w *waiter) {
 	if !w.lw.Active() {
-		return false // failed: its goroutine unlinks it and re-checks
+		return // failed: its goroutine unlinks it and re-checks
 	}
 	var buf [8]txnlock.TxnID
 	b := f.blockersLocked(&w.request, w.seq, buf[:0])
 	if len(b) == 0 {
-		return f.grantLocked(w)
+		f.grantWideLocked(w)
+		return
 	}
 	if !slices.Equal(b, w.blockers) {
 		w.blockers = slices.Clone(b)
@@ -338,7 +403,6 @@ func (f *family) recheckLocked(w *waiter) bool {
 			det.SetBlockers(w.lw.Resource, w.blockers)
 		}
 	}
-	return false
 }
 
 // refreshLocked tells the detector about a changed set of blockers of
@@ -351,7 +415,7 @@ func (f *family) refreshLocked(w *waiter) {
 		return
 	}
 	if w.shared {
-		f.refreshKeyLocked(&f.stripes[w.stripe], w.kq)
+		f.refreshKeyLocked(&f.stripes[w.stripe], w.lock)
 		return
 	}
 	var buf [8]txnlock.TxnID
@@ -361,26 +425,19 @@ func (f *family) refreshLocked(w *waiter) {
 	}
 }
 
-// refreshAfterUpgradeLocked refreshes the blockers of the waiters that an
-// upgrade of q just granted may block: Shared requests overlapping q.r
-// that were not waiting for q.txn before. For a point, the waiters of its
-// key (the wide waiters that overlap it are re-checked by the caller, with
-// every stripe held); for a wide range, every overlapping waiter. q's
-// lock(s) are held.
-func (f *family) refreshAfterUpgradeLocked(q *request, kq *keyQueue) {
+// refreshAfterUpgradeLocked refreshes the blockers of the waiters that a
+// wide upgrade of q just granted may block: every waiter overlapping q.r.
+// (A point upgrade refreshes its key's queue as it is granted; the wide
+// waiters over the key are re-checked by the caller, with every stripe
+// held.) Every stripe is held.
+func (f *family) refreshAfterUpgradeLocked(q *request) {
 	if f.m.det == nil {
-		return
-	}
-	if q.point() {
-		if kq != nil {
-			f.refreshQueueLocked(&f.stripes[q.stripe], kq)
-		}
 		return
 	}
 	for i := range f.stripes {
 		s := &f.stripes[i]
-		s.ascendWaitingLocked(q.r, func(kq *keyQueue) bool {
-			f.refreshQueueLocked(s, kq)
+		s.queuedLocked(q.r, func(l *locktable.Lock) bool {
+			f.refreshQueueLocked(s, l)
 			return true
 		})
 	}
@@ -394,60 +451,34 @@ func (f *family) refreshAfterUpgradeLocked(q *request, kq *keyQueue) {
 	}
 }
 
-// grantLocked grants waiter w: it acquires w's range, unlinks w and ends
-// its wait. It returns false, changing nothing, if w already failed. w's
-// lock(s) are held.
-func (f *family) grantLocked(w *waiter) bool {
+// grantWideLocked grants wide waiter w, which is still waiting: it
+// acquires w's range, unlinks w and ends its wait (unless w failed just
+// now). Every stripe is held.
+func (f *family) grantWideLocked(w *waiter) {
 	lw := w.lw
-	if !lw.Active() {
-		return false
-	}
 	if !lw.Claim() {
-		return false // failed meanwhile: its goroutine unlinks it
+		return // failed meanwhile: its goroutine unlinks it
 	}
 	// The waiter sleeps until Wake: record the grant first. The
 	// transaction's record may have been taken by an UnlockAll that ran
-	// while w waited (a closing engine releases every transaction):
-	// register the grant afresh so that the next UnlockAll finds it; the
-	// woken waiter may call UnlockAll at once, and it reads the record
-	// under the transaction table's lock, not ours.
-	if w.point() {
-		w.tp = f.stripes[w.stripe].txnPointsLocked(w.txn)
-	} else {
-		f.m.txns.noteWide(w.txn, f)
-	}
-	since, res := lw.Since, lw.Resource
-	if w.point() {
-		w.kq.q.Remove(lw)
-	} else {
-		f.wide.Remove(lw)
-		f.wideIdx.remove(w)
-	}
-	now := f.m.clock.Now()
-	det := f.m.det
-	if det != nil && !w.shared {
+	// while w waited: note it afresh so that the next UnlockAll finds it.
+	f.m.txns.noteWide(w.txn, f)
+	f.wide.Remove(lw)
+	f.wideIdx.remove(w)
+	if det := f.m.det; det != nil {
 		// The waiter unblocks itself when it wakes (lockwait.Waiter.Wait).
-		det.DropResource(res)
+		det.DropResource(lw.Resource)
 	}
-	if w.point() {
-		s := &f.stripes[w.stripe]
-		s.acquirePointLocked(w.txn, w.tp, w.h, w.key, w.mode)
-		s.counters.Acquired++
-		s.counters.EndWait(nil, since, now)
-		s.syncMemLocked(&f.m.mem)
-		f.leaveQueueLocked(w)
-	} else {
-		f.acquireWideLocked(w.txn, w.r, w.mode)
-		f.wideCounters.Acquired++
-		f.wideCounters.EndWait(nil, since, now)
-	}
+	f.acquireWideLocked(w.txn, w.r, w.mode)
+	f.wideCounters.Acquired++
+	f.wideCounters.EndWait(nil, lw.Since, f.m.clock.Now())
+	upgrade := w.upgrade
 	// Touch lw no more after Wake: its goroutine may recycle it at once
 	// (lockwait.Waiter.Release). w itself is not recycled.
 	lw.Wake()
-	if det != nil && w.upgrade {
-		f.refreshAfterUpgradeLocked(&w.request, w.kq)
+	if upgrade {
+		f.refreshAfterUpgradeLocked(&w.request)
 	}
-	return true
 }
 
 // acquireWideLocked stores wide range r in every stripe. Every stripe is
@@ -463,34 +494,10 @@ func (f *family) acquireWideLocked(txn txnlock.TxnID, r txnlock.Range, mode txnl
 		// Point waiters on keys in r now wait for txn too.
 		for i := range f.stripes {
 			s := &f.stripes[i]
-			s.ascendWaitingLocked(r, func(kq *keyQueue) bool {
-				f.refreshKeyLocked(s, kq)
+			s.queuedLocked(r, func(l *locktable.Lock) bool {
+				f.refreshKeyLocked(s, l)
 				return true
 			})
 		}
-	}
-}
-
-// unlinkLocked removes point waiter w, already unblocked in the
-// detector, from its key queue, and the queue from the stripe's index
-// (with its shared detector resource) once empty.
-func (f *family) unlinkLocked(w *waiter) {
-	w.kq.q.Remove(w.lw)
-	f.leaveQueueLocked(w)
-}
-
-// leaveQueueLocked is unlinkLocked for a point waiter whose Waiter is
-// already out of the key queue (granted): the rest of the bookkeeping.
-func (f *family) leaveQueueLocked(w *waiter) {
-	kq := w.kq
-	if !w.shared {
-		kq.own--
-	}
-	if kq.q.Len() == 0 {
-		if kq.res != 0 {
-			f.m.det.DropResource(kq.res)
-			kq.res, kq.holders = 0, nil
-		}
-		f.stripes[w.stripe].deleteQueueLocked(kq)
 	}
 }

@@ -35,6 +35,13 @@ type Backend interface {
 	Stop()
 }
 
+// Checker is a Manager or Backend that checks its own invariants. The
+// harness calls CheckInvariants after every command, once the requests the
+// command ended have finished, and fails the trace on an error.
+type Checker interface {
+	CheckInvariants() error
+}
+
 // Outcome is how waiting request ID ended: granted (nil) or Err.
 type Outcome struct {
 	ID  int

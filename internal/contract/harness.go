@@ -124,6 +124,9 @@ func (h *harness) run(t *testing.T, td *datadriven.TestData) string {
 		td.Fatalf(t, "unknown command %q", td.Cmd)
 	}
 	h.settle(&out)
+	if c, ok := h.b.(Checker); ok {
+		require.NoError(t, c.CheckInvariants(), "after %s", td.Pos)
+	}
 	if out.Len() == 0 {
 		return "ok\n"
 	}

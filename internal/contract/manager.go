@@ -230,3 +230,11 @@ func (d reportingDetector) Check(w txnlock.Waiter) error {
 	d.reported <- w.Txn()
 	return err
 }
+
+// CheckInvariants checks the manager's own invariants if it is a Checker.
+func (b *managerBackend) CheckInvariants() error {
+	if c, ok := b.m.(Checker); ok {
+		return c.CheckInvariants()
+	}
+	return nil
+}

@@ -3,6 +3,7 @@ package locktable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -244,6 +245,25 @@ func (b *coreBackend) Settle() []contract.Outcome {
 	ended := b.ended
 	b.ended = nil
 	return ended
+}
+
+// CheckInvariants checks every Lock (Verify) and every hold's slot.
+func (b *coreBackend) CheckInvariants() error {
+	var err error
+	for _, tab := range b.tabs {
+		tab.All(func(_ uint64, l *Lock) bool {
+			if err = l.Verify(); err == nil {
+				l.Holders(func(hd *Holder) bool {
+					if !hd.InHolds() || b.holds[hd.Txn()] != hd.List() {
+						err = fmt.Errorf("key %q: hold of %v not at its slot", l.Key(), hd.Txn())
+					}
+					return err == nil
+				})
+			}
+			return err == nil
+		})
+	}
+	return err
 }
 
 func (b *coreBackend) AddColumnFamily(txnlock.ColumnFamily) error  { return errUnsupported }

@@ -1,0 +1,135 @@
+package rangelock
+
+import (
+	"fmt"
+
+	"github.com/txnlock/txnlock/internal/locktable"
+)
+
+// checkInvariants walks every open column family with all its stripes held
+// and returns the first broken invariant, or nil. Callers run it while no
+// request is between its steps (a waiter may sleep in Wait). Per stripe:
+//   - every Lock is under its key's hash, in its key's stripe, not empty,
+//     and its own invariants hold (locktable.Lock.Verify) where nothing
+//     wide can block its waiters;
+//   - the ordered index, if there, holds exactly the table's Locks;
+//   - every holder is at its slot in its transaction's Holds for the
+//     stripe, and every hold of those Holds is on a Lock of the table;
+//   - every queued waiter names its Lock, Det().Own counts those with a
+//     resource of their own, and waiters sharing a resource have one;
+//   - the held count and the point memory match the Locks.
+func (m *Manager) checkInvariants() error {
+	if m.closed.Load() {
+		return nil
+	}
+	for _, f := range *m.fams.Load() {
+		f.lockStripes()
+		err := f.checkLocked()
+		f.unlockStripes()
+		if err != nil {
+			return fmt.Errorf("cf %d: %w", f.id, err)
+		}
+	}
+	return nil
+}
+
+func (f *family) checkLocked() error {
+	for i := range f.stripes {
+		if err := f.checkStripeLocked(&f.stripes[i]); err != nil {
+			return fmt.Errorf("stripe %d: %w", i, err)
+		}
+	}
+	for _, txn := range f.m.txns.inFamily(f) {
+		for _, sp := range f.m.txns.pointsIn(txn, f) {
+			s := &f.stripes[sp.idx]
+			var err error
+			sp.list.All(func(hd *locktable.Holder) bool {
+				l := hd.Lock()
+				switch {
+				case sp.list.Txn != txn:
+					err = fmt.Errorf("the Holds of %v in stripe %d name %v", txn, sp.idx, sp.list.Txn)
+				case !hd.InHolds():
+					err = fmt.Errorf("a hold of %v is not at its slot", txn)
+				case !s.points.Has(f.m.keyHash(l.KeyBytes()), l):
+					err = fmt.Errorf("%v holds key %q, not in stripe %d", txn, l.Key(), sp.idx)
+				}
+				return err == nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (f *family) checkStripeLocked(s *stripe) error {
+	var held, mem int64
+	var err error
+	s.points.All(func(h uint64, l *locktable.Lock) bool {
+		err = f.checkLockLocked(s, h, l)
+		if l.Held() {
+			held++
+			mem += pointLockBytes + keyBytes(len(l.Key()))
+			l.Holders(func(*locktable.Holder) bool {
+				mem += holdBytes
+				return true
+			})
+		}
+		return err == nil
+	})
+	switch {
+	case err != nil:
+		return err
+	case held != s.held:
+		return fmt.Errorf("held %d, counted %d", s.held, held)
+	case mem != s.pointMem:
+		return fmt.Errorf("point memory %d, counted %d", s.pointMem, mem)
+	case s.ordered != nil && s.ordered.Len() != s.points.Len():
+		return fmt.Errorf("the ordered index has %d Locks, the table %d", s.ordered.Len(), s.points.Len())
+	}
+	return nil
+}
+
+func (f *family) checkLockLocked(s *stripe, h uint64, l *locktable.Lock) error {
+	key := l.KeyBytes()
+	if kh, si := f.m.hashKey(key); kh != h || si != int(s.idx) {
+		return fmt.Errorf("key %q is under the wrong hash or stripe", key)
+	}
+	if l.Empty() {
+		return fmt.Errorf("key %q: an empty Lock is kept", key)
+	}
+	if s.ordered != nil {
+		if o, ok := s.ordered.Get(l); !ok || o != l {
+			return fmt.Errorf("key %q is not in the ordered index", key)
+		}
+	}
+	if s.tree.Len() == 0 && f.wide.Len() == 0 {
+		if err := l.Verify(); err != nil {
+			return err
+		}
+	}
+	own, shared := 0, false
+	for lw := l.Front(); lw != nil; lw = lw.Next() {
+		w := waiterOf(lw)
+		switch {
+		case w.lock != l || !w.point():
+			return fmt.Errorf("key %q: a waiter of %v names another Lock", key, w.txn)
+		case !w.shared:
+			own++
+		default:
+			shared = true
+		}
+	}
+	if l.Queued() == 0 {
+		return nil
+	}
+	det := l.Det()
+	if det.Own != own {
+		return fmt.Errorf("key %q: Own is %d, counted %d", key, det.Own, own)
+	}
+	if shared && f.m.det != nil && det.Res == 0 {
+		return fmt.Errorf("key %q: waiters share no detector resource", key)
+	}
+	return nil
+}
