@@ -7,8 +7,13 @@ import "github.com/txnlock/txnlock/internal/keytable"
 // locking a fresh key allocates nothing in the steady state. Its owner's
 // latch guards it.
 type Table struct {
-	tab  keytable.Table[Lock]
-	free []*Lock // recycled Locks, newest last
+	tab keytable.Table[Lock]
+	// free lists the recycled Locks, newest first, linked through their
+	// empty inline holder's lock field (no slice to fetch and dirty
+	// besides the Lock when a stripe moves between cores); nfree counts
+	// them.
+	free  *Lock
+	nfree int
 }
 
 // Recycling bounds: a table keeps at most MaxFree recycled Locks, each
@@ -60,27 +65,24 @@ func (t *Table) New(pos int, h uint64, key []byte) *Lock {
 // leave), and nothing while it is shorter (so that the list comes to hold
 // every length in use).
 func (t *Table) takeFree(keyLen int) *Lock {
-	n := len(t.free)
-	if n == 0 {
+	var prev *Lock
+	l := t.free
+	for i := 0; l != nil && len(l.Key()) != keyLen; i++ {
+		if i == freeSearch-1 {
+			break // l is the oldest looked at
+		}
+		prev, l = l, l.h.lock
+	}
+	if l == nil {
 		return nil
 	}
-	pick := -1
-	for i := n - 1; i >= max(0, n-freeSearch); i-- {
-		if len(t.free[i].Key()) == keyLen {
-			pick = i
-			break
-		}
+	if prev == nil {
+		t.free = l.h.lock
+	} else {
+		prev.h.lock = l.h.lock
 	}
-	if pick < 0 {
-		if n < freeSearch {
-			return nil
-		}
-		pick = n - freeSearch
-	}
-	l := t.free[pick]
-	t.free[pick] = t.free[n-1]
-	t.free[n-1] = nil
-	t.free = t.free[:n-1]
+	l.h.lock = nil
+	t.nfree--
 	return l
 }
 
@@ -91,9 +93,10 @@ func (t *Table) Delete(h uint64, l *Lock) bool {
 	if !t.tab.Remove(h, l) {
 		return false
 	}
-	if len(t.free) < MaxFree && len(l.Key()) <= MaxFreeKey {
+	if t.nfree < MaxFree && len(l.Key()) <= MaxFreeKey {
 		l.reset()
-		t.free = append(t.free, l)
+		l.h.lock, t.free = t.free, l
+		t.nfree++
 	}
 	return true
 }
