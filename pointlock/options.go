@@ -2,13 +2,13 @@ package pointlock
 
 import (
 	"fmt"
-	"runtime"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/locktable"
 )
 
 // MaxStripes bounds Options.Stripes.
-const MaxStripes = 1 << 16
+const MaxStripes = locktable.MaxStripes
 
 // Options configure a Manager. The zero Options are valid: EnsureDefaults
 // fills every zero field.
@@ -31,25 +31,9 @@ type Options struct {
 }
 
 // DefaultStripes is Options.Stripes' default: the next power of two at or
-// above 16 × GOMAXPROCS, at least 16.
-//
-// Why 16 per processor: at most GOMAXPROCS goroutines run at once, so with
-// 16 stripes per processor two running requests for random keys share a
-// stripe with probability about 1/16 per pair, and a stripe's critical
-// section is a few map operations, so a collision costs a few retries of
-// the stripe's latch (internal/latch), not a sleep. A stripe costs about
-// 128 bytes per column family, so the default is 4 KiB per column family
-// on a 2-processor machine and 128 KiB on a 64-processor one. RocksDB's
-// fixed 16 stripes are contended as soon as a machine has more than a few
-// cores.
-func DefaultStripes() int {
-	n := 16 * runtime.GOMAXPROCS(0)
-	s := 16
-	for s < n && s < MaxStripes {
-		s <<= 1
-	}
-	return s
-}
+// above 16 × GOMAXPROCS, at least 16 (internal/locktable.DefaultStripes
+// says why). A stripe costs 128 bytes per column family.
+func DefaultStripes() int { return locktable.DefaultStripes(MaxStripes) }
 
 // EnsureDefaults fills zero fields with their defaults.
 func (o *Options) EnsureDefaults() {
@@ -64,14 +48,7 @@ func (o *Options) EnsureDefaults() {
 func (o *Options) Validate() error {
 	var p txnlock.Problems
 	p.Merge(o.WaitOptions.Validate())
-	switch {
-	case o.Stripes < 0:
-		p.Addf("Stripes %d is negative", o.Stripes)
-	case o.Stripes > MaxStripes:
-		p.Addf("Stripes %d is above %d", o.Stripes, MaxStripes)
-	case o.Stripes&(o.Stripes-1) != 0:
-		p.Addf("Stripes %d is not a power of two", o.Stripes)
-	}
+	locktable.CheckStripes(&p, o.Stripes)
 	if o.MaxLocks < 0 {
 		p.Addf("MaxLocks %d is negative (0 means unlimited)", o.MaxLocks)
 	}

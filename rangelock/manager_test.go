@@ -22,7 +22,7 @@ func TestOptions(t *testing.T) {
 	require.Equal(t, DefaultStripes(), o.Stripes)
 	require.EqualValues(t, DefaultMaxLockMemory, o.MaxLockMemory)
 	require.Equal(t, txnlock.DefaultLockTimeout, o.LockTimeout)
-	require.Equal(t, "lock_timeout=5s detector=none clock=txnlock.SystemClock stripes="+itoa(o.Stripes)+
+	require.Equal(t, "lock_timeout=5s detector=none clock=system stripes="+itoa(o.Stripes)+
 		" max_lock_memory=67108864 escalation_barrier=false", o.String())
 
 	// Validate reports every problem at once.

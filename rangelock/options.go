@@ -2,10 +2,9 @@ package rangelock
 
 import (
 	"fmt"
-	"math/bits"
-	"runtime"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/locktable"
 )
 
 // DefaultMaxLockMemory is Options.MaxLockMemory's default: RocksDB's range
@@ -14,7 +13,7 @@ const DefaultMaxLockMemory = 64 << 20
 
 // MaxStripes bounds Options.Stripes: a wide request takes every stripe
 // mutex of its column family.
-const MaxStripes = 1024
+const MaxStripes = locktable.MaxStripes
 
 // Options configure a Manager. The zero Options are valid and mean the
 // defaults: EnsureDefaults fills every zero field.
@@ -24,9 +23,7 @@ type Options struct {
 	// Stripes is the number of stripes per column family, a power of two
 	// of at most MaxStripes. A point lock lives in one stripe, a wide
 	// range in all of them: more stripes let more point requests run in
-	// parallel and make wide requests dearer. Default: DefaultStripes(), as pointlock's: 16 ×
-	// GOMAXPROCS rounded up to a power of two, at least 16, but at most
-	// 256 (a wide request takes every stripe mutex).
+	// parallel and make wide requests dearer. Default: DefaultStripes().
 	Stripes int
 	// MaxLockMemory bounds the bytes of lock memory the manager accounts
 	// (over every column family). Beyond it a request escalates its column
@@ -46,15 +43,11 @@ type Options struct {
 	fixedHash bool
 }
 
-// DefaultStripes is Options.Stripes' default for the current GOMAXPROCS:
-// with 16 stripes per processor two running point requests rarely meet on
-// one mutex (pointlock's reasoning); the cap keeps a wide request, which
-// takes them all, to a few microseconds.
-func DefaultStripes() int {
-	n := 16 * runtime.GOMAXPROCS(0)
-	n = 1 << bits.Len(uint(n-1))
-	return min(max(n, 16), 256)
-}
+// DefaultStripes is Options.Stripes' default: pointlock's (16 ×
+// GOMAXPROCS rounded up to a power of two, at least 16; see
+// internal/locktable.DefaultStripes), but at most 256, since a wide
+// request takes every stripe mutex.
+func DefaultStripes() int { return locktable.DefaultStripes(256) }
 
 // EnsureDefaults fills zero fields with their defaults.
 func (o *Options) EnsureDefaults() {
@@ -72,37 +65,15 @@ func (o *Options) EnsureDefaults() {
 func (o *Options) Validate() error {
 	var p txnlock.Problems
 	p.Merge(o.WaitOptions.Validate())
-	switch {
-	case o.Stripes < 0:
-		p.Addf("Stripes %d is negative (0 means the default)", o.Stripes)
-	case o.Stripes > MaxStripes:
-		p.Addf("Stripes %d is above %d", o.Stripes, MaxStripes)
-	case o.Stripes&(o.Stripes-1) != 0:
-		p.Addf("Stripes %d is not a power of two", o.Stripes)
-	}
+	locktable.CheckStripes(&p, o.Stripes)
 	if o.MaxLockMemory < 0 {
 		p.Addf("MaxLockMemory %d is negative (0 means the default)", o.MaxLockMemory)
 	}
 	return p.Err()
 }
 
-// String renders the options on one line.
+// String renders the options on one line, as key=value pairs.
 func (o Options) String() string {
-	det := "none"
-	if o.Detector != nil {
-		det = fmt.Sprintf("%T", o.Detector)
-	}
-	clock := "nil"
-	if o.Clock != nil {
-		clock = fmt.Sprintf("%T", o.Clock)
-	}
-	timeout := o.LockTimeout.String()
-	switch o.LockTimeout {
-	case txnlock.NoWait:
-		timeout = "no-wait"
-	case txnlock.WaitForever:
-		timeout = "forever"
-	}
-	return fmt.Sprintf("lock_timeout=%s detector=%s clock=%s stripes=%d max_lock_memory=%d escalation_barrier=%t",
-		timeout, det, clock, o.Stripes, o.MaxLockMemory, o.EscalationBarrier != nil)
+	return fmt.Sprintf("%s stripes=%d max_lock_memory=%d escalation_barrier=%t",
+		o.WaitOptions, o.Stripes, o.MaxLockMemory, o.EscalationBarrier != nil)
 }
