@@ -80,7 +80,8 @@ func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request, point boo
 	return f, timeout, nil
 }
 
-// family returns the registered column family cf.
+// family returns the registered column family cf: the registry's read
+// side (one atomic load), which every request takes on its way in.
 func (m *Manager) family(cf txnlock.ColumnFamily) (*family, error) {
 	if cf == txnlock.DefaultColumnFamily {
 		return m.def, nil
@@ -151,9 +152,10 @@ const newRequest = ^uint64(0)
 // lockPointFast grants, under the stripe mutex alone, the two point
 // requests that need nothing but the stripe's table: a re-lock of a key
 // txn holds in mode or stronger, and a key nobody holds or waits for (not
-// in the table) with no wide lock or wide waiter in the family. It reports done=false, having
-// changed nothing, for every other request: family.lock runs those.
-// Separate from lock so that the common case builds no request.
+// in the table) with no wide lock or wide waiter in the family. It
+// reports done=false, having changed nothing, for every other request:
+// family.lock runs those. Separate from lock so that the common case
+// builds no request.
 func (f *family) lockPointFast(txn txnlock.TxnID, key []byte, h uint64, si int, mode txnlock.Mode) (done bool, err error) {
 	s := &f.stripes[si]
 	s.mu.Lock()
@@ -230,10 +232,10 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 		l = f.stripes[q.stripe].lockOfLocked(q.h, q.key)
 		blocked = f.pointBlockedLocked(q, l)
 	} else {
-		blocked = f.blockedLocked(q)
+		blocked = f.wideBlockedLocked(q)
 		if blocked && q.mode == txnlock.Exclusive && f.coveredLocked(q, txnlock.Shared) {
 			q.upgrade = true
-			blocked = f.blockedLocked(q)
+			blocked = f.wideBlockedLocked(q)
 		}
 	}
 	if !blocked {
@@ -250,7 +252,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 			return nil, nil
 		}
 		rs := []txnlock.Range{q.r}
-		wide := f.wideOverlapsLocked(rs)
+		wide := f.wide.Len() > 0 && f.wideOverlapsLocked(rs)
 		f.unlockReqLocks(q)
 		f.recheckWide(wide, rs)
 		return nil, nil
@@ -470,7 +472,7 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 		}
 		// Every overlapping wide waiter, not only those behind w: an
 		// upgrade granted just now may block them.
-		wide := f.wideOverlapsLocked(rs)
+		wide := f.wide.Len() > 0 && f.wideOverlapsLocked(rs)
 		s.mu.Unlock()
 		f.recheckWide(wide, rs)
 		return blockers

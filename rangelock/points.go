@@ -23,7 +23,12 @@ import (
 // stripe (in its stripePoints, found through the transaction table) so
 // that releasing all of its points costs what it holds. A locktree
 // segment costs a general rewrite; a point needs none of it, and engines
-// take mostly point locks.
+// take mostly point locks. One hash of the key picks both its stripe and
+// its slot in the stripe's table (hashKey).
+//
+// The second half of the file is the point queue: what a point request
+// waits for, the re-check and grants of point waiters, and their shared
+// detector resource.
 
 // hashKey returns the hash of point key k (its place in a stripe's table,
 // from the high bits) and its stripe (from the low bits; with the test
@@ -119,49 +124,6 @@ func (s *stripe) dropLocked(h uint64, l *locktable.Lock) {
 		s.ordered.Delete(l)
 	}
 	s.points.Delete(h, l)
-}
-
-// pointBlockedLocked reports whether point request q (not yet queued)
-// must wait, by its key's Lock l (nil: the key has none) and what l does
-// not know: a conflicting wide lock, and, unless q.txn holds the key, a
-// conflicting wide request queued earlier. It sets q.upgrade if q.txn
-// holds the key Shared, as a point or inside a wide lock, and asks for
-// Exclusive: an upgrade waits for the other holders only, never for the
-// queue.
-func (f *family) pointBlockedLocked(q *request, l *locktable.Lock) bool {
-	s := &f.stripes[q.stripe]
-	wideHeld := s.tree.Len() > 0 && s.tree.HasConflict(q.txn, q.r, q.mode)
-	var held txnlock.Mode
-	if l != nil {
-		held = l.ModeOf(q.txn)
-	}
-	if held == 0 && q.mode == txnlock.Exclusive && s.tree.Len() > 0 && s.tree.Covered(q.txn, q.r, txnlock.Shared) {
-		// Held Shared inside a wide lock, which l does not know of.
-		q.upgrade = true
-		return wideHeld || (l != nil && l.Conflicts(q.txn, q.mode))
-	}
-	q.upgrade = held != 0 // not covered (coveredLocked): Shared, asking Exclusive
-	blocked := wideHeld || (held == 0 && f.wideConflictAheadLocked(q, newRequest))
-	if l == nil {
-		return blocked
-	}
-	d, _ := l.Decide(q.txn, q.mode, blocked)
-	return d == locktable.Wait
-}
-
-// wideConflictAheadLocked reports whether an active wide request of
-// another transaction that overlaps q and conflicts with it was queued
-// before seq.
-func (f *family) wideConflictAheadLocked(q *request, seq uint64) bool {
-	if f.wide.Len() == 0 {
-		return false
-	}
-	found := false
-	f.wideIdx.overlapping(q.r, func(w *waiter) bool {
-		found = w.seq < seq && w.txn != q.txn && w.lw.Active() && !q.mode.Compatible(w.mode)
-		return !found
-	})
-	return found
 }
 
 // grantPointLocked makes holds' transaction hold l in mode (or raises its
@@ -311,6 +273,49 @@ func (s *stripe) releasePointsInLocked(txn txnlock.TxnID, holds *locktable.Holds
 // with its exact blockers, as wide waiters do (waiter.shared is false);
 // wide waiters queued later never get ahead of it, so the choice made when
 // it queues stays right.
+
+// pointBlockedLocked reports whether point request q (not yet queued)
+// must wait, by its key's Lock l (nil: the key has none) and what l does
+// not know: a conflicting wide lock, and, unless q.txn holds the key, a
+// conflicting wide request queued earlier. It sets q.upgrade if q.txn
+// holds the key Shared, as a point or inside a wide lock, and asks for
+// Exclusive: an upgrade waits for the other holders only, never for the
+// queue.
+func (f *family) pointBlockedLocked(q *request, l *locktable.Lock) bool {
+	s := &f.stripes[q.stripe]
+	wideHeld := s.tree.Len() > 0 && s.tree.HasConflict(q.txn, q.r, q.mode)
+	var held txnlock.Mode
+	if l != nil {
+		held = l.ModeOf(q.txn)
+	}
+	if held == 0 && q.mode == txnlock.Exclusive && s.tree.Len() > 0 && s.tree.Covered(q.txn, q.r, txnlock.Shared) {
+		// Held Shared inside a wide lock, which l does not know of.
+		q.upgrade = true
+		return wideHeld || (l != nil && l.Conflicts(q.txn, q.mode))
+	}
+	q.upgrade = held != 0 // not covered (coveredLocked): Shared, asking Exclusive
+	blocked := wideHeld || (held == 0 && f.wideConflictAheadLocked(q, newRequest))
+	if l == nil {
+		return blocked
+	}
+	d, _ := l.Decide(q.txn, q.mode, blocked)
+	return d == locktable.Wait
+}
+
+// wideConflictAheadLocked reports whether an active wide request of
+// another transaction that overlaps point request q and conflicts with it
+// was queued before seq: what q's Lock does not know of its queue.
+func (f *family) wideConflictAheadLocked(q *request, seq uint64) bool {
+	if f.wide.Len() == 0 {
+		return false
+	}
+	found := false
+	f.wideIdx.overlapping(q.r, func(w *waiter) bool {
+		found = w.seq < seq && w.txn != q.txn && w.lw.Active() && !q.mode.Compatible(w.mode)
+		return !found
+	})
+	return found
+}
 
 // recheckQueueLocked re-checks the point waiters of l, after something on
 // its key was released or a waiter left: it grants, in queue order, each
@@ -487,7 +492,7 @@ func (f *family) refreshQueueLocked(s *stripe, l *locktable.Lock) {
 	}
 	for lw := l.Front(); lw != nil; lw = lw.Next() {
 		if w := waiterOf(lw); !w.shared {
-			f.refreshLocked(w)
+			f.refreshWaiterLocked(w)
 		}
 	}
 }

@@ -8,6 +8,14 @@ import (
 	"github.com/txnlock/txnlock/internal/locktable"
 )
 
+// A release re-checks only the waiters that overlap what it freed: the
+// point waiters of a released key (its Lock's Grants: recheckQueueLocked),
+// those under a released wide range (found through the ordered index:
+// recheckStripeLocked), and the overlapping wide waiters (found through
+// wideIndex: recheckWideLocked, with every stripe held; a path that holds
+// one stripe drops it first: recheckWide). A waiter is claimed, recorded
+// and woken under the same lock(s) as the release.
+
 // Unlock releases the part of r that txn holds in cf: all of r must be
 // held (in any mode), else ErrNotHeld and nothing changes. Unlocking part
 // of a held range keeps the rest of it.
@@ -53,6 +61,7 @@ func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
 	}
 }
 
+// unlockErr wraps err for an Unlock call.
 func unlockErr(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Range, err error) error {
 	return lockErr("unlock", txnlock.Request{Txn: txn, CF: cf, Range: r}, nil, err)
 }

@@ -57,10 +57,11 @@ func (f *family) orderPointsLocked() {
 	}
 }
 
-// blockedLocked reports whether wide request q (not yet queued) must wait:
-// a conflicting holder, or, unless q is an upgrade, a conflicting request
-// queued ahead (FIFO) that it does not skip (queuedAheadLocked).
-func (f *family) blockedLocked(q *request) bool {
+// wideBlockedLocked reports whether wide request q (not yet queued) must
+// wait: a conflicting holder, or, unless q is an upgrade, a conflicting
+// request queued ahead (FIFO) that it does not skip (queuedAheadLocked).
+// (A point request asks its key's Lock: pointBlockedLocked.)
+func (f *family) wideBlockedLocked(q *request) bool {
 	if len(f.holderConflictsLocked(q, nil)) > 0 {
 		return true
 	}
@@ -340,15 +341,15 @@ func (f *family) recheckWideLocked(rs []txnlock.Range) {
 	}
 	slices.SortFunc(ws, func(a, b *waiter) int { return cmp.Compare(a.seq, b.seq) })
 	for _, w := range slices.Compact(ws) {
-		f.recheckLocked(w) // a grant removes w from the index: ws is a copy
+		f.recheckWideWaiterLocked(w) // a grant removes w from the index: ws is a copy
 	}
 }
 
-// recheckLocked re-evaluates wide waiter w after something it overlaps
-// was released or left the queue: it grants w if nothing blocks it any
-// more, else it tells the detector about a changed set of blockers. Every
-// stripe is held.
-func (f *family) recheckLocked(w *waiter) {
+// recheckWideWaiterLocked re-evaluates wide waiter w after something it
+// overlaps was released or left the queue: it grants w if nothing blocks
+// it any more, else it tells the detector about a changed set of
+// blockers. Every stripe is held.
+func (f *family) recheckWideWaiterLocked(w *waiter) {
 	if !w.lw.Active() {
 		return // failed: its goroutine unlinks it and re-checks
 	}
@@ -396,11 +397,12 @@ func (f *family) grantWideLocked(w *waiter) {
 	}
 }
 
-// refreshLocked tells the detector about a changed set of blockers of
-// waiter w, without granting it (callers that iterate queues use it when
-// nothing was released, so nothing can become grantable). w's lock(s) are
-// held.
-func (f *family) refreshLocked(w *waiter) {
+// refreshWaiterLocked tells the detector about a changed set of blockers
+// of waiter w, without granting it (callers that iterate queues use it
+// when nothing was released, so nothing can become grantable): its own
+// resource's blockers (a wide waiter, or a point waiter behind a wide
+// one), or its key's shared resource. w's lock(s) are held.
+func (f *family) refreshWaiterLocked(w *waiter) {
 	det := f.m.det
 	if det == nil || !w.lw.Active() {
 		return
@@ -438,6 +440,6 @@ func (f *family) refreshAfterUpgradeLocked(q *request) {
 		return true
 	})
 	for _, w := range ws {
-		f.refreshLocked(w)
+		f.refreshWaiterLocked(w)
 	}
 }
