@@ -47,7 +47,7 @@ func (f *family) escalate() {
 	}
 	if merged && f.m.det != nil {
 		// Waiters that overlap a merged lock now wait for its owner too.
-		f.forEachWaiterLocked(f.refreshLocked)
+		f.forEachWaiterLocked(f.refreshWaiterLocked)
 	}
 }
 

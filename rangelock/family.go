@@ -100,48 +100,6 @@ func newFamily(m *Manager, cf txnlock.ColumnFamily) *family {
 	return f
 }
 
-// lockStripes takes every stripe mutex in ascending order (the lock order).
-func (f *family) lockStripes() {
-	for i := range f.stripes {
-		f.stripes[i].mu.Lock()
-	}
-}
-
-// unlockStripes releases what lockStripes took, first dropping the
-// ordered indexes of points if the family no longer needs them.
-func (f *family) unlockStripes() {
-	if f.stripes[0].ordered != nil && !f.wideActiveLocked() {
-		for i := range f.stripes {
-			f.stripes[i].ordered = nil
-		}
-	}
-	for i := range f.stripes {
-		f.stripes[i].mu.Unlock()
-	}
-}
-
-// wideActiveLocked reports whether the family has wide activity: a wide
-// lock held (the locktrees are not empty) or a wide request waiting. Both
-// change only with every stripe held, so any one stripe suffices to read
-// it. While it holds, every stripe keeps an ordered index of its points.
-func (f *family) wideActiveLocked() bool {
-	return f.wide.Len() > 0 || f.stripes[0].tree.Len() > 0
-}
-
-// orderPointsLocked builds each stripe's ordered index of points, if it
-// is not there: wide requests and escalation call it before they scan
-// points by range. unlockStripes drops the indexes again once the family
-// has no wide activity left, so a points-only workload never touches a
-// B-tree of points. Every stripe is held.
-func (f *family) orderPointsLocked() {
-	if f.stripes[0].ordered != nil {
-		return
-	}
-	for i := range f.stripes {
-		f.stripes[i].buildOrderedLocked()
-	}
-}
-
 // inUseLocked reports whether any lock is held or requested in f.
 func (f *family) inUseLocked() bool {
 	if f.wide.Len() > 0 {

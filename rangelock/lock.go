@@ -1,65 +1,161 @@
 package rangelock
 
 import (
-	"cmp"
 	"context"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
+	"github.com/txnlock/txnlock/internal/waitsfor"
 )
 
-// lockReqLocks takes the stripe mutex of a point request, or every stripe
-// mutex for a wide one.
-func (f *family) lockReqLocks(q *request) {
-	if q.point() {
-		f.stripes[q.stripe].mu.Lock()
-		return
-	}
-	f.lockStripes()
-}
+// A request's way in: Lock validates it, grants an uncontended point at
+// once (lockPointFast), and otherwise runs it through family.lock, which
+// grants it, fails it (NoWait) or queues it (enqueueLocked) and waits; a
+// wait that fails leaves the queue in abandon.
 
-// unlockReqLocks releases what lockReqLocks took.
-func (f *family) unlockReqLocks(q *request) {
-	if q.point() {
-		f.stripes[q.stripe].mu.Unlock()
-		return
+// Lock acquires req.Range in column family req.CF in req.Mode (see
+// txnlock.Manager). A point range [k, k] takes one stripe mutex; any other
+// range takes every stripe mutex of the family.
+func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
+	k, point := req.Range.PointKey()
+	f, timeout, err := m.checkLock(ctx, &req, point)
+	if err != nil {
+		return lockErr("lock", req, nil, err)
 	}
-	f.unlockStripes()
-}
-
-// countersLocked returns the counters of q's stripe, or the family's wide
-// counters.
-func (f *family) countersLocked(q *request) *lockwait.Counters {
-	if q.point() {
-		return &f.stripes[q.stripe].counters
+	if !point {
+		return m.lockSlow(ctx, f, &request{txn: req.Txn, r: req.Range, mode: req.Mode, stripe: wideStripe}, req, timeout)
 	}
-	return &f.wideCounters
-}
-
-// coveredLocked reports whether q.txn already holds all of q.r in mode or
-// stronger: a point as a point lock or inside a wide lock; a wide range
-// inside its wide locks (points held one by one do not count).
-func (f *family) coveredLocked(q *request, mode txnlock.Mode) bool {
-	if q.point() {
-		s := &f.stripes[q.stripe]
-		if l := s.lockOfLocked(q.h, q.key); l != nil && l.ModeOf(q.txn).Covers(mode) {
-			return true
+	h, si := m.hashKey(k)
+	if done, err := f.lockPointFast(req.Txn, k, h, si, req.Mode); done {
+		if err != nil {
+			return lockErr("lock", req, nil, err)
 		}
-		return s.tree.Len() > 0 && s.tree.Covered(q.txn, q.r, mode)
+		return nil
 	}
-	return f.stripes[0].tree.Covered(q.txn, q.r, mode)
+	return m.lockSlow(ctx, f, &request{txn: req.Txn, r: req.Range, mode: req.Mode, key: k, h: h, stripe: si}, req, timeout)
 }
+
+// lockSlow runs q, the request req that lockPointFast did not grant, through
+// family.lock.
+func (m *Manager) lockSlow(ctx context.Context, f *family, q *request, req txnlock.Request, timeout time.Duration) error {
+	blockers, err := f.lock(ctx, q, timeout)
+	if err != nil {
+		if err != txnlock.ErrLockTimeout {
+			blockers = nil // LockError.Blockers is for timeouts
+		}
+		return lockErr("lock", req, blockers, err)
+	}
+	return nil
+}
+
+// checkLock validates a Lock call and returns its family and resolved
+// timeout. point says req.Range is [k, k] (so it is valid).
+func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request, point bool) (*family, time.Duration, error) {
+	switch {
+	case ctx == nil:
+		return nil, 0, txnlock.ErrNilContext
+	case m.closed.Load():
+		return nil, 0, txnlock.ErrClosed
+	case !req.Txn.Valid():
+		return nil, 0, txnlock.ErrInvalidTxn
+	case !req.Mode.Valid():
+		return nil, 0, txnlock.ErrInvalidMode
+	case !point && !req.Range.Valid():
+		return nil, 0, txnlock.ErrInvalidRange
+	}
+	timeout, err := txnlock.ResolveTimeout(req.Timeout, m.opts.LockTimeout)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, err := m.family(req.CF)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, err
+	}
+	return f, timeout, nil
+}
+
+// family returns the registered column family cf: the registry's read
+// side (one atomic load), which every request takes on its way in.
+func (m *Manager) family(cf txnlock.ColumnFamily) (*family, error) {
+	if cf == txnlock.DefaultColumnFamily {
+		return m.def, nil
+	}
+	if cf < 0 {
+		return nil, txnlock.ErrUnknownColumnFamily
+	}
+	f := (*m.fams.Load())[cf]
+	if f == nil {
+		return nil, txnlock.ErrUnknownColumnFamily
+	}
+	return f, nil
+}
+
+// lockErr wraps err for the request.
+func lockErr(op string, req txnlock.Request, blockers []txnlock.TxnID, err error) error {
+	return &txnlock.LockError{Op: strings.ReplaceAll(op, "-", " "), Txn: req.Txn, CF: req.CF, Range: req.Range, Mode: req.Mode, Blockers: blockers, Err: err}
+}
+
+// wideStripe is request.stripe for a wide request.
+const wideStripe = -1
+
+// request is one lock request: a caller's, or a waiter's.
+type request struct {
+	txn  txnlock.TxnID
+	r    txnlock.Range
+	mode txnlock.Mode
+	// key and stripe: the key of a point request and its stripe;
+	// stripe is wideStripe for a wide request.
+	key    []byte
+	h      uint64 // keytable hash of key
+	stripe int
+	// upgrade: the transaction holds all of r Shared and asks for
+	// Exclusive; it waits for the other holders only, not for the queue.
+	upgrade bool
+	// tp is the transaction's Holds in the stripe of a point request.
+	tp *locktable.Holds
+}
+
+func (q *request) point() bool { return q.stripe != wideStripe }
+
+// waiter is a queued request. It is lockwait.Waiter.Ext of lw. Its fields
+// are guarded by the lock(s) that guard its queue: its stripe's mutex for a
+// point waiter, every stripe mutex for a wide one.
+type waiter struct {
+	request
+	lw  *lockwait.Waiter
+	seq uint64 // the order in which the family's waiters queued
+	// lock is a point waiter's key's Lock, whose queue holds lw.
+	lock *locktable.Lock
+	// shared: a point waiter that had no overlapping wide waiter ahead
+	// when it queued; it waits on its key's shared detector resource
+	// (lock.Det().Res). Otherwise (wide, or a wide waiter ahead)
+	// lw.Resource is its own and blockers is what the detector was last
+	// told about it.
+	shared   bool
+	blockers []txnlock.TxnID
+}
+
+func waiterOf(lw *lockwait.Waiter) *waiter { return lw.Ext.(*waiter) }
+
+// newRequest is the seq of a request that is not queued: every queued
+// waiter is ahead of it. (seq is the order of queueing, not a queue
+// position: an upgrade is queued at the front of its key's queue, ahead
+// of earlier requests; see eachAhead.)
+const newRequest = ^uint64(0)
 
 // lockPointFast grants, under the stripe mutex alone, the two point
 // requests that need nothing but the stripe's table: a re-lock of a key
 // txn holds in mode or stronger, and a key nobody holds or waits for (not
-// in the table) with no wide lock or wide waiter in the family. It reports done=false, having
-// changed nothing, for every other request: family.lock runs those.
-// Separate from lock so that the common case builds no request.
+// in the table) with no wide lock or wide waiter in the family. It
+// reports done=false, having changed nothing, for every other request:
+// family.lock runs those. Separate from lock so that the common case
+// builds no request.
 func (f *family) lockPointFast(txn txnlock.TxnID, key []byte, h uint64, si int, mode txnlock.Mode) (done bool, err error) {
 	s := &f.stripes[si]
 	s.mu.Lock()
@@ -136,10 +232,10 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 		l = f.stripes[q.stripe].lockOfLocked(q.h, q.key)
 		blocked = f.pointBlockedLocked(q, l)
 	} else {
-		blocked = f.blockedLocked(q)
+		blocked = f.wideBlockedLocked(q)
 		if blocked && q.mode == txnlock.Exclusive && f.coveredLocked(q, txnlock.Shared) {
 			q.upgrade = true
-			blocked = f.blockedLocked(q)
+			blocked = f.wideBlockedLocked(q)
 		}
 	}
 	if !blocked {
@@ -156,7 +252,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 			return nil, nil
 		}
 		rs := []txnlock.Range{q.r}
-		wide := f.wideOverlapsLocked(rs)
+		wide := f.wide.Len() > 0 && f.wideOverlapsLocked(rs)
 		f.unlockReqLocks(q)
 		f.recheckWide(wide, rs)
 		return nil, nil
@@ -182,6 +278,48 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 	report := f.abandon(w, err) // a new variable: buf stays on the stack
 	w.lw.Release()              // unlinked by abandon
 	return report, err
+}
+
+// lockReqLocks takes the stripe mutex of a point request, or every stripe
+// mutex for a wide one.
+func (f *family) lockReqLocks(q *request) {
+	if q.point() {
+		f.stripes[q.stripe].mu.Lock()
+		return
+	}
+	f.lockStripes()
+}
+
+// unlockReqLocks releases what lockReqLocks took.
+func (f *family) unlockReqLocks(q *request) {
+	if q.point() {
+		f.stripes[q.stripe].mu.Unlock()
+		return
+	}
+	f.unlockStripes()
+}
+
+// countersLocked returns the counters of q's stripe, or the family's wide
+// counters.
+func (f *family) countersLocked(q *request) *lockwait.Counters {
+	if q.point() {
+		return &f.stripes[q.stripe].counters
+	}
+	return &f.wideCounters
+}
+
+// coveredLocked reports whether q.txn already holds all of q.r in mode or
+// stronger: a point as a point lock or inside a wide lock; a wide range
+// inside its wide locks (points held one by one do not count).
+func (f *family) coveredLocked(q *request, mode txnlock.Mode) bool {
+	if q.point() {
+		s := &f.stripes[q.stripe]
+		if l := s.lockOfLocked(q.h, q.key); l != nil && l.ModeOf(q.txn).Covers(mode) {
+			return true
+		}
+		return s.tree.Len() > 0 && s.tree.Covered(q.txn, q.r, mode)
+	}
+	return f.stripes[0].tree.Covered(q.txn, q.r, mode)
 }
 
 // acquireLocked grants q at once; l is the Lock of a point request's key,
@@ -257,6 +395,52 @@ func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 	return w
 }
 
+// waitsForLocked appends to dst whom q, at queue position seq, waits for,
+// by internal/waitsfor's rule (what Status and a timeout's error report):
+// its nearest conflicting requests ahead, else its conflicting holders.
+// For a point request l is its key's Lock (nil: none) and self its waiter
+// in l's queue (nil: q is not queued): with no wide waiter in the family
+// the walk goes back from it to the nearest Exclusive request and no
+// further, so a timeout on a hot key does not walk its queue.
+func (f *family) waitsForLocked(q *request, seq uint64, l *locktable.Lock, self *lockwait.Waiter, dst []txnlock.TxnID) []txnlock.TxnID {
+	if q.point() && f.wide.Len() == 0 {
+		if l != nil && f.stripes[q.stripe].tree.Len() == 0 {
+			// The key's Lock knows every holder and every request.
+			if self != nil {
+				return l.WaitsFor(dst, self)
+			}
+			return l.WaitsForNew(dst, q.txn, q.mode, q.upgrade)
+		}
+		if !q.upgrade && l != nil {
+			last := l.Back()
+			if self != nil {
+				last = self.Prev()
+			}
+			n := len(dst)
+			if dst = waitsfor.Nearest(dst, locktable.Backward(last), q.txn, q.mode); len(dst) > n {
+				return dst
+			}
+		}
+		return f.holderConflictsLocked(q, dst)
+	}
+	if !q.upgrade {
+		ahead := f.queuedAheadLocked(q, seq)
+		back := func(yield func(int, waitsfor.Request) bool) {
+			for i := len(ahead) - 1; i >= 0; i-- {
+				w := ahead[i]
+				if !yield(i, waitsfor.Request{Txn: w.txn, Mode: w.mode, Upgrade: w.upgrade}) {
+					return
+				}
+			}
+		}
+		n := len(dst)
+		if dst = waitsfor.Nearest(dst, back, q.txn, q.mode); len(dst) > n {
+			return dst
+		}
+	}
+	return f.holderConflictsLocked(q, dst)
+}
+
 // abandon unlinks waiter w after its wait failed with err, tells the
 // detector, and re-checks the waiters that were queued behind it. It
 // returns what blocked w at the end.
@@ -288,7 +472,7 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 		}
 		// Every overlapping wide waiter, not only those behind w: an
 		// upgrade granted just now may block them.
-		wide := f.wideOverlapsLocked(rs)
+		wide := f.wide.Len() > 0 && f.wideOverlapsLocked(rs)
 		s.mu.Unlock()
 		f.recheckWide(wide, rs)
 		return blockers
@@ -303,72 +487,4 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 	}
 	f.recheckWideLocked(rs)
 	return blockers
-}
-
-// recheckStripeLocked re-checks the point waiters of s on keys in rs
-// (ranges just released in s, or the range of a waiter that left). s is
-// held.
-func (f *family) recheckStripeLocked(s *stripe, rs []txnlock.Range) {
-	if s.points.Len() == 0 {
-		return
-	}
-	var ls []*locktable.Lock
-	for _, r := range rs {
-		if k, ok := r.PointKey(); ok {
-			// One key, in one stripe: a probe, not a scan.
-			if h, si := f.m.hashKey(k); si == int(s.idx) {
-				if l := s.lockOfLocked(h, k); l != nil && l.Queued() > 0 {
-					ls = append(ls, l)
-				}
-			}
-			continue
-		}
-		s.queuedLocked(r, func(l *locktable.Lock) bool {
-			ls = append(ls, l)
-			return true
-		})
-	}
-	if len(rs) > 1 {
-		// The ranges may overlap: each key once.
-		slices.SortFunc(ls, func(a, b *locktable.Lock) int { return strings.Compare(a.Key(), b.Key()) })
-		ls = slices.Compact(ls)
-	}
-	for _, l := range ls {
-		f.recheckQueueLocked(s, l) // l keeps a holder or a waiter: it stays
-	}
-}
-
-// wideOverlapsLocked reports whether a waiting wide request overlaps one
-// of rs. Any stripe is held.
-func (f *family) wideOverlapsLocked(rs []txnlock.Range) bool {
-	found := false
-	for _, r := range rs {
-		f.wideIdx.overlapping(r, func(w *waiter) bool {
-			found = w.lw.Active()
-			return !found
-		})
-		if found {
-			return true
-		}
-	}
-	return false
-}
-
-// recheckWideLocked re-checks, in queue order, the wide waiters that
-// overlap one of rs. Every stripe is held.
-func (f *family) recheckWideLocked(rs []txnlock.Range) {
-	if f.wide.Len() == 0 {
-		return
-	}
-	var ws []*waiter
-	for _, r := range rs {
-		f.wideIdx.overlapping(r, func(w *waiter) bool {
-			ws = append(ws, w)
-			return true
-		})
-	}
-	slices.SortFunc(ws, func(a, b *waiter) int { return cmp.Compare(a.seq, b.seq) })
-	for _, w := range slices.Compact(ws) {
-		f.recheckLocked(w) // a grant removes w from the index: ws is a copy
-	}
 }

@@ -1,11 +1,14 @@
 package rangelock
 
 import (
-	"bytes"
+	"encoding/binary"
+	"slices"
+	"strings"
 	"unsafe"
 
 	"github.com/google/btree"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 )
@@ -20,7 +23,53 @@ import (
 // stripe (in its stripePoints, found through the transaction table) so
 // that releasing all of its points costs what it holds. A locktree
 // segment costs a general rewrite; a point needs none of it, and engines
-// take mostly point locks.
+// take mostly point locks. One hash of the key picks both its stripe and
+// its slot in the stripe's table (hashKey).
+//
+// The second half of the file is the point queue: what a point request
+// waits for, the re-check and grants of point waiters, and their shared
+// detector resource.
+
+// hashKey returns the hash of point key k (its place in a stripe's table,
+// from the high bits) and its stripe (from the low bits; with the test
+// option fixedHash, from stripeOf, the same in every run). One hash per
+// request serves both.
+func (m *Manager) hashKey(k []byte) (uint64, int) {
+	h := m.keyHash(k)
+	if m.opts.fixedHash {
+		return h, m.stripeOf(k)
+	}
+	return h, int(h & m.mask)
+}
+
+// keyHash returns the hash of point key k, its place in its stripe's
+// table.
+func (m *Manager) keyHash(k []byte) uint64 { return keytable.Sum(&m.kh, k) }
+
+// stripeOf returns the stripe index of point key k: a seeded
+// multiply-xor hash over 8-byte words, enough to spread keys over a few
+// hundred stripes (a stripe collision costs contention, never
+// correctness, so it need not resist chosen keys the way a map hash
+// does).
+func (m *Manager) stripeOf(k []byte) int {
+	h := m.seed ^ uint64(len(k))*0x9e3779b97f4a7c15
+	for len(k) >= 8 {
+		h = (h ^ binary.LittleEndian.Uint64(k)) * 0xff51afd7ed558ccd
+		h ^= h >> 32
+		k = k[8:]
+	}
+	if len(k) > 0 {
+		var tail uint64
+		for i, c := range k {
+			tail |= uint64(c) << (8 * i)
+		}
+		h = (h ^ tail) * 0xc4ceb9fe1a85ec53
+	}
+	h ^= h >> 29
+	h *= 0x94d049bb133111eb
+	h ^= h >> 32
+	return int(h & m.mask)
+}
 
 // Memory of point locks, counted like the locktree counts its segments: a
 // held key's Lock and its table slot, and each hold.
@@ -179,29 +228,6 @@ func (s *stripe) forgetTxnLocked(txn txnlock.TxnID) {
 	}
 }
 
-// releaseAllPointsLocked releases every point lock of txn in s (sp is its
-// entry for s) and empties its list, re-checking the queue of each
-// released key (so a point waiter is granted as its key is released) and
-// dropping the keys left empty. If rel is not nil, it appends the
-// released keys (as [k, k] ranges over copies). It returns how many it
-// released.
-func (f *family) releaseAllPointsLocked(s *stripe, txn txnlock.TxnID, sp *stripePoints, rel *[]txnlock.Range) int {
-	s.forgetTxnLocked(txn)
-	n := 0
-	sp.list.ReleaseAll(func(l *locktable.Lock) {
-		n++
-		s.releasedLocked(l)
-		if rel != nil {
-			*rel = append(*rel, txnlock.Point(bytes.Clone(l.KeyBytes())))
-		}
-		if l.Queued() > 0 {
-			f.recheckQueueLocked(s, l)
-		}
-		s.dropIfEmptyLocked(l)
-	})
-	return n
-}
-
 // resetPointsLocked forgets every point lock of s (Close).
 func (s *stripe) resetPointsLocked() {
 	s.points.Reset()
@@ -225,4 +251,253 @@ func (s *stripe) releasePointsInLocked(txn txnlock.TxnID, holds *locktable.Holds
 		s.releaseHoldLocked(l, txn)
 		s.dropIfEmptyLocked(l)
 	}
+}
+
+// The point requests waiting on a key are queued in its locktable.Lock,
+// which decides, in queue order, which of them a release lets through
+// (Lock.Grants); what the Lock does not know — the wide locks in the
+// stripe's locktree and the wide waiters — the stripe tells it.
+//
+// Point waiters of one key share one detector resource, as in pointlock:
+// its blockers are the key's holders (point holders and the holders of
+// overlapping wide locks; Lock.Det keeps it). That is exact for deadlock
+// detection by the contraction argument of txnlock.Detector: a point
+// waiter with no wide waiter ahead of it waits for the key's holders and
+// for the same-key waiters queued ahead, and those wait for nothing but
+// the key's holders (or for same-key waiters ahead of them, which wait for
+// the holders), so the queue adds no cycle the holders do not close. A
+// release then costs one SetBlockers for the key, not one per waiter.
+//
+// A point waiter that finds an overlapping wide waiter queued ahead of it
+// (which may wait for other keys' holders) keeps a resource of its own
+// with its exact blockers, as wide waiters do (waiter.shared is false);
+// wide waiters queued later never get ahead of it, so the choice made when
+// it queues stays right.
+
+// pointBlockedLocked reports whether point request q (not yet queued)
+// must wait, by its key's Lock l (nil: the key has none) and what l does
+// not know: a conflicting wide lock, and, unless q.txn holds the key, a
+// conflicting wide request queued earlier. It sets q.upgrade if q.txn
+// holds the key Shared, as a point or inside a wide lock, and asks for
+// Exclusive: an upgrade waits for the other holders only, never for the
+// queue.
+func (f *family) pointBlockedLocked(q *request, l *locktable.Lock) bool {
+	s := &f.stripes[q.stripe]
+	wideHeld := s.tree.Len() > 0 && s.tree.HasConflict(q.txn, q.r, q.mode)
+	var held txnlock.Mode
+	if l != nil {
+		held = l.ModeOf(q.txn)
+	}
+	if held == 0 && q.mode == txnlock.Exclusive && s.tree.Len() > 0 && s.tree.Covered(q.txn, q.r, txnlock.Shared) {
+		// Held Shared inside a wide lock, which l does not know of.
+		q.upgrade = true
+		return wideHeld || (l != nil && l.Conflicts(q.txn, q.mode))
+	}
+	q.upgrade = held != 0 // not covered (coveredLocked): Shared, asking Exclusive
+	blocked := wideHeld || (held == 0 && f.wideConflictAheadLocked(q, newRequest))
+	if l == nil {
+		return blocked
+	}
+	d, _ := l.Decide(q.txn, q.mode, blocked)
+	return d == locktable.Wait
+}
+
+// wideConflictAheadLocked reports whether an active wide request of
+// another transaction that overlaps point request q and conflicts with it
+// was queued before seq: what q's Lock does not know of its queue.
+func (f *family) wideConflictAheadLocked(q *request, seq uint64) bool {
+	if f.wide.Len() == 0 {
+		return false
+	}
+	found := false
+	f.wideIdx.overlapping(q.r, func(w *waiter) bool {
+		found = w.seq < seq && w.txn != q.txn && w.lw.Active() && !q.mode.Compatible(w.mode)
+		return !found
+	})
+	return found
+}
+
+// recheckQueueLocked re-checks the point waiters of l, after something on
+// its key was released or a waiter left: it grants, in queue order, each
+// that l's Grants lets through, then refreshes the detector. What keeps a
+// waiter outside l (blocked): a conflicting wide lock, and, for a waiter
+// with a resource of its own that is not an upgrade, a conflicting wide
+// waiter queued before it. The walk stops as soon as no later waiter can
+// be granted (a key held Exclusive, by a point or a wide lock, stops it
+// at the first blocked waiter), so a waiter that leaves a long queue
+// costs O(1), not a scan of it. A closed family grants nothing. s is
+// held.
+func (f *family) recheckQueueLocked(s *stripe, l *locktable.Lock) {
+	if f.dead != nil {
+		return
+	}
+	var blocked func(*lockwait.Waiter) bool
+	xOutside := false
+	if s.tree.Len() > 0 || (l.Queued() > 0 && l.Det().Own > 0) {
+		key := txnlock.Point(l.KeyBytes())
+		xOutside = s.tree.Len() > 0 && s.tree.HasConflict(0, key, txnlock.Shared)
+		blocked = func(lw *lockwait.Waiter) bool {
+			w := waiterOf(lw)
+			return (s.tree.Len() > 0 && s.tree.HasConflict(w.txn, key, w.mode)) ||
+				(!w.shared && !w.upgrade && f.wideConflictAheadLocked(&w.request, w.seq))
+		}
+	}
+	for lw := range l.Grants(blocked, xOutside) {
+		if lw.Claim() {
+			f.grantPointWaiterLocked(s, l, waiterOf(lw))
+		}
+	}
+	f.refreshQueueLocked(s, l)
+}
+
+// grantPointWaiterLocked grants w, a point waiter of l that Grants
+// yielded and whose Claim succeeded: it records the hold (in l and in the
+// transaction's Holds), counts it, and wakes w. s is held.
+func (f *family) grantPointWaiterLocked(s *stripe, l *locktable.Lock, w *waiter) {
+	lw := w.lw
+	since := lw.Since
+	// The transaction's record may have been taken by an UnlockAll that
+	// ran while w waited (a closing engine releases every transaction):
+	// register the grant afresh so that the next UnlockAll finds it; the
+	// woken waiter may call UnlockAll at once, and it reads the record
+	// under the transaction table's lock, not ours.
+	s.grantPointLocked(l, s.txnPointsLocked(w.txn), w.mode, lw)
+	s.counters.Acquired++
+	s.counters.EndWait(nil, since, f.m.clock.Now())
+	s.syncMemLocked(&f.m.mem)
+	if det := f.m.det; det != nil && !w.shared {
+		// The waiter unblocks itself when it wakes (lockwait.Waiter.Wait).
+		det.DropResource(lw.Resource)
+	}
+	f.leftQueueLocked(l, w)
+	// Touch lw no more after Wake: its goroutine may recycle it at once
+	// (lockwait.Waiter.Release).
+	lw.Wake()
+}
+
+// leftQueueLocked does the bookkeeping of l's detector state once point
+// waiter w is out of l's queue (granted or gone): w's count if it had a
+// resource of its own, and the shared resource once the queue is empty.
+func (f *family) leftQueueLocked(l *locktable.Lock, w *waiter) {
+	det := l.Det()
+	if !w.shared {
+		det.Own--
+	}
+	if l.Queued() == 0 && det.Res != 0 {
+		f.m.det.DropResource(det.Res)
+		det.Res, det.Told = 0, det.Told[:0]
+	}
+}
+
+// recheckStripeLocked re-checks the point waiters of s on keys in rs
+// (ranges just released in s, or the range of a waiter that left). s is
+// held.
+func (f *family) recheckStripeLocked(s *stripe, rs []txnlock.Range) {
+	if s.points.Len() == 0 {
+		return
+	}
+	var ls []*locktable.Lock
+	for _, r := range rs {
+		if k, ok := r.PointKey(); ok {
+			// One key, in one stripe: a probe, not a scan.
+			if h, si := f.m.hashKey(k); si == int(s.idx) {
+				if l := s.lockOfLocked(h, k); l != nil && l.Queued() > 0 {
+					ls = append(ls, l)
+				}
+			}
+			continue
+		}
+		s.queuedLocked(r, func(l *locktable.Lock) bool {
+			ls = append(ls, l)
+			return true
+		})
+	}
+	if len(rs) > 1 {
+		// The ranges may overlap: each key once.
+		slices.SortFunc(ls, func(a, b *locktable.Lock) int { return strings.Compare(a.Key(), b.Key()) })
+		ls = slices.Compact(ls)
+	}
+	for _, l := range ls {
+		f.recheckQueueLocked(s, l) // l keeps a holder or a waiter: it stays
+	}
+}
+
+// wideWaiterOverlapsLocked reports whether a wide waiter (any: active or
+// failed but not yet unlinked) overlaps r. Any stripe is held.
+func (f *family) wideWaiterOverlapsLocked(r txnlock.Range) bool {
+	found := false
+	f.wideIdx.overlapping(r, func(*waiter) bool {
+		found = true
+		return false
+	})
+	return found
+}
+
+// sharedResourceLocked returns the detector resource shared by l's
+// waiters, creating it with the key's holders as blockers. s, l's stripe,
+// is held; the manager has a detector.
+func (f *family) sharedResourceLocked(s *stripe, l *locktable.Lock) txnlock.ResourceID {
+	det := l.Det()
+	if det.Res == 0 {
+		det.Res = f.m.det.NewResource()
+		det.Told = s.keyHoldersLocked(l, det.Told[:0])
+		f.m.det.SetBlockers(det.Res, det.Told)
+	}
+	return det.Res
+}
+
+// keyHoldersLocked appends to dst every holder of l's key, in any mode,
+// once each, sorted: its point holders and the holders of wide locks over
+// it. s is held.
+func (s *stripe) keyHoldersLocked(l *locktable.Lock, dst []txnlock.TxnID) []txnlock.TxnID {
+	base := len(dst)
+	dst = l.AppendHolders(dst)
+	if s.tree.Len() > 0 {
+		// Exclusive conflicts with every mode; txn 0 is nobody.
+		s.tree.Conflicts(0, txnlock.Point(l.KeyBytes()), txnlock.Exclusive, func(owner txnlock.TxnID, _ txnlock.Range, _ txnlock.Mode) bool {
+			dst = append(dst, owner)
+			return true
+		})
+	}
+	return sortUnique(dst, base)
+}
+
+// refreshKeyLocked tells the detector about a changed set of holders of
+// l's key, if its waiters share a resource. s is held.
+func (f *family) refreshKeyLocked(s *stripe, l *locktable.Lock) {
+	if l.Queued() == 0 {
+		return
+	}
+	det := l.Det()
+	if det.Res == 0 {
+		return
+	}
+	var buf [8]txnlock.TxnID
+	if hs := s.keyHoldersLocked(l, buf[:0]); !slices.Equal(hs, det.Told) {
+		det.Told = append(det.Told[:0], hs...)
+		f.m.det.SetBlockers(det.Res, det.Told)
+	}
+}
+
+// refreshQueueLocked refreshes what the detector knows of l's waiters
+// (without granting any): the shared resource's blockers, and those of
+// the waiters with a resource of their own. s is held.
+func (f *family) refreshQueueLocked(s *stripe, l *locktable.Lock) {
+	if f.m.det == nil || l.Queued() == 0 {
+		return
+	}
+	f.refreshKeyLocked(s, l)
+	if l.Det().Own == 0 {
+		return
+	}
+	for lw := l.Front(); lw != nil; lw = lw.Next() {
+		if w := waiterOf(lw); !w.shared {
+			f.refreshWaiterLocked(w)
+		}
+	}
+}
+
+func sortUnique(dst []txnlock.TxnID, base int) []txnlock.TxnID {
+	slices.Sort(dst[base:])
+	return append(dst[:base], slices.Compact(dst[base:])...)
 }

@@ -1,11 +1,70 @@
 package rangelock
 
 import (
+	"bytes"
 	"slices"
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/locktable"
 )
+
+// A release re-checks only the waiters that overlap what it freed: the
+// point waiters of a released key (its Lock's Grants: recheckQueueLocked),
+// those under a released wide range (found through the ordered index:
+// recheckStripeLocked), and the overlapping wide waiters (found through
+// wideIndex: recheckWideLocked, with every stripe held; a path that holds
+// one stripe drops it first: recheckWide). A waiter is claimed, recorded
+// and woken under the same lock(s) as the release.
+
+// Unlock releases the part of r that txn holds in cf: all of r must be
+// held (in any mode), else ErrNotHeld and nothing changes. Unlocking part
+// of a held range keeps the rest of it.
+func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Range) error {
+	k, point := r.PointKey()
+	switch {
+	case m.closed.Load():
+		return unlockErr(txn, cf, r, txnlock.ErrClosed)
+	case !txn.Valid():
+		return unlockErr(txn, cf, r, txnlock.ErrInvalidTxn)
+	case !point && !r.Valid():
+		return unlockErr(txn, cf, r, txnlock.ErrInvalidRange)
+	}
+	f, err := m.family(cf)
+	if err != nil {
+		return unlockErr(txn, cf, r, err)
+	}
+	if err := f.unlock(txn, r, k, point); err != nil {
+		return unlockErr(txn, cf, r, err)
+	}
+	return nil
+}
+
+// UnlockAll releases every lock txn holds, in every column family, at a
+// cost proportional to the stripes it touched.
+func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
+	req := txnlock.Request{Txn: txn}
+	switch {
+	case m.closed.Load():
+		return lockErr("unlock-all", req, nil, txnlock.ErrClosed)
+	case !txn.Valid():
+		return lockErr("unlock-all", req, nil, txnlock.ErrInvalidTxn)
+	}
+	// Escalation may give txn new wide locks while we release: it records
+	// them in the table, so repeat until the table has nothing for txn.
+	for {
+		touched := m.txns.take(txn)
+		if touched == nil {
+			return nil
+		}
+		touched.touches(func(t *famTouch) { t.f.unlockAll(txn, t) })
+		m.txns.recycle(txn, touched)
+	}
+}
+
+// unlockErr wraps err for an Unlock call.
+func unlockErr(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Range, err error) error {
+	return lockErr("unlock", txnlock.Request{Txn: txn, CF: cf, Range: r}, nil, err)
+}
 
 // unlock releases r of txn (Manager.Unlock); r is [k, k] if point.
 func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool) error {
@@ -190,6 +249,42 @@ func (f *family) unlockAllWide(txn txnlock.TxnID, t *famTouch) {
 	}
 }
 
+// releaseAllPointsLocked releases every point lock of txn in s (sp is its
+// entry for s) and empties its list, re-checking the queue of each
+// released key (so a point waiter is granted as its key is released) and
+// dropping the keys left empty. If rel is not nil, it appends the
+// released keys (as [k, k] ranges over copies). It returns how many it
+// released.
+func (f *family) releaseAllPointsLocked(s *stripe, txn txnlock.TxnID, sp *stripePoints, rel *[]txnlock.Range) int {
+	s.forgetTxnLocked(txn)
+	n := 0
+	sp.list.ReleaseAll(func(l *locktable.Lock) {
+		n++
+		s.releasedLocked(l)
+		if rel != nil {
+			*rel = append(*rel, txnlock.Point(bytes.Clone(l.KeyBytes())))
+		}
+		if l.Queued() > 0 {
+			f.recheckQueueLocked(s, l)
+		}
+		s.dropIfEmptyLocked(l)
+	})
+	return n
+}
+
+// recheckWide re-checks the wide waiters that overlap rs, taking every
+// stripe mutex in order, once the caller has dropped its own stripe mutex
+// (the lock order forbids taking them while it is held). wide is what
+// wideOverlapsLocked(rs) said under that mutex; false costs nothing.
+func (f *family) recheckWide(wide bool, rs []txnlock.Range) {
+	if !wide {
+		return
+	}
+	f.lockStripes()
+	f.recheckWideLocked(rs)
+	f.unlockStripes()
+}
+
 // intersect returns the keys in both a and b.
 func intersect(a, b txnlock.Range) (txnlock.Range, bool) {
 	start, end := a.Start(), a.End()
@@ -219,17 +314,4 @@ func coversAll(pieces []txnlock.Range, r txnlock.Range) bool {
 		}
 	}
 	return at.Compare(r.End()) >= 0
-}
-
-// recheckWide re-checks the wide waiters that overlap rs, taking every
-// stripe mutex in order, once the caller has dropped its own stripe mutex
-// (the lock order forbids taking them while it is held). wide is what
-// wideOverlapsLocked(rs) said under that mutex; false costs nothing.
-func (f *family) recheckWide(wide bool, rs []txnlock.Range) {
-	if !wide {
-		return
-	}
-	f.lockStripes()
-	f.recheckWideLocked(rs)
-	f.unlockStripes()
 }

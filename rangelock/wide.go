@@ -6,57 +6,75 @@ import (
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/locktable"
-	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/internal/waitsfor"
 )
 
-// wideStripe is request.stripe for a wide request.
-const wideStripe = -1
+// Wide requests (any range but [k, k]) run with every stripe mutex of
+// the family held. They wait in one FIFO list per family (family.wide),
+// indexed by range (wideIndex); this file decides whom a wide request
+// waits for (blockersLocked, queuedAheadLocked and its widening rule) and
+// re-checks and grants wide waiters.
 
-// request is one lock request: a caller's, or a waiter's.
-type request struct {
-	txn  txnlock.TxnID
-	r    txnlock.Range
-	mode txnlock.Mode
-	// key and stripe: the key of a point request and its stripe;
-	// stripe is wideStripe for a wide request.
-	key    []byte
-	h      uint64 // keytable hash of key
-	stripe int
-	// upgrade: the transaction holds all of r Shared and asks for
-	// Exclusive; it waits for the other holders only, not for the queue.
-	upgrade bool
-	// tp is the transaction's Holds in the stripe of a point request.
-	tp *locktable.Holds
+// lockStripes takes every stripe mutex in ascending order (the lock order).
+func (f *family) lockStripes() {
+	for i := range f.stripes {
+		f.stripes[i].mu.Lock()
+	}
 }
 
-func (q *request) point() bool { return q.stripe != wideStripe }
-
-// waiter is a queued request. It is lockwait.Waiter.Ext of lw. Its fields
-// are guarded by the lock(s) that guard its queue: its stripe's mutex for a
-// point waiter, every stripe mutex for a wide one.
-type waiter struct {
-	request
-	lw  *lockwait.Waiter
-	seq uint64 // the order in which the family's waiters queued
-	// lock is a point waiter's key's Lock, whose queue holds lw.
-	lock *locktable.Lock
-	// shared: a point waiter that had no overlapping wide waiter ahead
-	// when it queued; it waits on its key's shared detector resource
-	// (lock.Det().Res). Otherwise (wide, or a wide waiter ahead)
-	// lw.Resource is its own and blockers is what the detector was last
-	// told about it.
-	shared   bool
-	blockers []txnlock.TxnID
+// unlockStripes releases what lockStripes took, first dropping the
+// ordered indexes of points if the family no longer needs them.
+func (f *family) unlockStripes() {
+	if f.stripes[0].ordered != nil && !f.wideActiveLocked() {
+		for i := range f.stripes {
+			f.stripes[i].ordered = nil
+		}
+	}
+	for i := range f.stripes {
+		f.stripes[i].mu.Unlock()
+	}
 }
 
-func waiterOf(lw *lockwait.Waiter) *waiter { return lw.Ext.(*waiter) }
+// wideActiveLocked reports whether the family has wide activity: a wide
+// lock held (the locktrees are not empty) or a wide request waiting. Both
+// change only with every stripe held, so any one stripe suffices to read
+// it. While it holds, every stripe keeps an ordered index of its points.
+func (f *family) wideActiveLocked() bool {
+	return f.wide.Len() > 0 || f.stripes[0].tree.Len() > 0
+}
 
-// newRequest is the seq of a request that is not queued: every queued
-// waiter is ahead of it. (seq is the order of queueing, not a queue
-// position: an upgrade is queued at the front of its key's queue, ahead
-// of earlier requests; see eachAhead.)
-const newRequest = ^uint64(0)
+// orderPointsLocked builds each stripe's ordered index of points, if it
+// is not there: wide requests and escalation call it before they scan
+// points by range. unlockStripes drops the indexes again once the family
+// has no wide activity left, so a points-only workload never touches a
+// B-tree of points. Every stripe is held.
+func (f *family) orderPointsLocked() {
+	if f.stripes[0].ordered != nil {
+		return
+	}
+	for i := range f.stripes {
+		f.stripes[i].buildOrderedLocked()
+	}
+}
+
+// wideBlockedLocked reports whether wide request q (not yet queued) must
+// wait: a conflicting holder, or, unless q is an upgrade, a conflicting
+// request queued ahead (FIFO) that it does not skip (queuedAheadLocked).
+// (A point request asks its key's Lock: pointBlockedLocked.)
+func (f *family) wideBlockedLocked(q *request) bool {
+	if len(f.holderConflictsLocked(q, nil)) > 0 {
+		return true
+	}
+	if q.upgrade || !f.conflictAheadLocked(q, newRequest) {
+		return false
+	}
+	for _, w := range f.queuedAheadLocked(q, newRequest) {
+		if !q.mode.Compatible(w.mode) {
+			return true
+		}
+	}
+	return false
+}
 
 // blockersLocked appends to dst the transactions that keep q (at queue
 // position seq) from being granted now: the holders of incompatible
@@ -271,123 +289,67 @@ func (f *family) conflictsWithTxnLocked(w *waiter, txn txnlock.TxnID, held []*st
 	return found
 }
 
-// pointBlockedLocked reports whether point request q (not yet queued)
-// must wait, by its key's Lock l (nil: the key has none) and what l does
-// not know: a conflicting wide lock, and, unless q.txn holds the key, a
-// conflicting wide request queued earlier. It sets q.upgrade if q.txn
-// holds the key Shared, as a point or inside a wide lock, and asks for
-// Exclusive: an upgrade waits for the other holders only, never for the
-// queue.
-func (f *family) pointBlockedLocked(q *request, l *locktable.Lock) bool {
-	s := &f.stripes[q.stripe]
-	wideHeld := s.tree.Len() > 0 && s.tree.HasConflict(q.txn, q.r, q.mode)
-	var held txnlock.Mode
-	if l != nil {
-		held = l.ModeOf(q.txn)
+// acquireWideLocked stores wide range r in every stripe. Every stripe is
+// held.
+func (f *family) acquireWideLocked(txn txnlock.TxnID, r txnlock.Range, mode txnlock.Mode) {
+	f.wideSeen = true
+	for i := range f.stripes {
+		s := &f.stripes[i]
+		s.tree.Acquire(txn, r, mode)
+		s.syncMemLocked(&f.m.mem)
 	}
-	if held == 0 && q.mode == txnlock.Exclusive && s.tree.Len() > 0 && s.tree.Covered(q.txn, q.r, txnlock.Shared) {
-		// Held Shared inside a wide lock, which l does not know of.
-		q.upgrade = true
-		return wideHeld || (l != nil && l.Conflicts(q.txn, q.mode))
+	if f.m.det != nil {
+		// Point waiters on keys in r now wait for txn too.
+		for i := range f.stripes {
+			s := &f.stripes[i]
+			s.queuedLocked(r, func(l *locktable.Lock) bool {
+				f.refreshKeyLocked(s, l)
+				return true
+			})
+		}
 	}
-	q.upgrade = held != 0 // not covered (coveredLocked): Shared, asking Exclusive
-	blocked := wideHeld || (held == 0 && f.wideConflictAheadLocked(q, newRequest))
-	if l == nil {
-		return blocked
-	}
-	d, _ := l.Decide(q.txn, q.mode, blocked)
-	return d == locktable.Wait
 }
 
-// wideConflictAheadLocked reports whether an active wide request of
-// another transaction that overlaps q and conflicts with it was queued
-// before seq.
-func (f *family) wideConflictAheadLocked(q *request, seq uint64) bool {
-	if f.wide.Len() == 0 {
-		return false
-	}
+// wideOverlapsLocked reports whether a waiting wide request overlaps one
+// of rs. Any stripe is held.
+func (f *family) wideOverlapsLocked(rs []txnlock.Range) bool {
 	found := false
-	f.wideIdx.overlapping(q.r, func(w *waiter) bool {
-		found = w.seq < seq && w.txn != q.txn && w.lw.Active() && !q.mode.Compatible(w.mode)
-		return !found
-	})
-	return found
-}
-
-// blockedLocked reports whether wide request q (not yet queued) must wait:
-// a conflicting holder, or, unless q is an upgrade, a conflicting request
-// queued ahead (FIFO) that it does not skip (queuedAheadLocked).
-func (f *family) blockedLocked(q *request) bool {
-	if len(f.holderConflictsLocked(q, nil)) > 0 {
-		return true
-	}
-	if q.upgrade || !f.conflictAheadLocked(q, newRequest) {
-		return false
-	}
-	for _, w := range f.queuedAheadLocked(q, newRequest) {
-		if !q.mode.Compatible(w.mode) {
+	for _, r := range rs {
+		f.wideIdx.overlapping(r, func(w *waiter) bool {
+			found = w.lw.Active()
+			return !found
+		})
+		if found {
 			return true
 		}
 	}
 	return false
 }
 
-// waitsForLocked appends to dst whom q, at queue position seq, waits for,
-// by internal/waitsfor's rule (what Status and a timeout's error report):
-// its nearest conflicting requests ahead, else its conflicting holders.
-// For a point request l is its key's Lock (nil: none) and self its waiter
-// in l's queue (nil: q is not queued): with no wide waiter in the family
-// the walk goes back from it to the nearest Exclusive request and no
-// further, so a timeout on a hot key does not walk its queue.
-func (f *family) waitsForLocked(q *request, seq uint64, l *locktable.Lock, self *lockwait.Waiter, dst []txnlock.TxnID) []txnlock.TxnID {
-	if q.point() && f.wide.Len() == 0 {
-		if l != nil && f.stripes[q.stripe].tree.Len() == 0 {
-			// The key's Lock knows every holder and every request.
-			if self != nil {
-				return l.WaitsFor(dst, self)
-			}
-			return l.WaitsForNew(dst, q.txn, q.mode, q.upgrade)
-		}
-		if !q.upgrade && l != nil {
-			last := l.Back()
-			if self != nil {
-				last = self.Prev()
-			}
-			n := len(dst)
-			if dst = waitsfor.Nearest(dst, locktable.Backward(last), q.txn, q.mode); len(dst) > n {
-				return dst
-			}
-		}
-		return f.holderConflictsLocked(q, dst)
+// recheckWideLocked re-checks, in queue order, the wide waiters that
+// overlap one of rs. Every stripe is held.
+func (f *family) recheckWideLocked(rs []txnlock.Range) {
+	if f.wide.Len() == 0 {
+		return
 	}
-	if !q.upgrade {
-		ahead := f.queuedAheadLocked(q, seq)
-		back := func(yield func(int, waitsfor.Request) bool) {
-			for i := len(ahead) - 1; i >= 0; i-- {
-				w := ahead[i]
-				if !yield(i, waitsfor.Request{Txn: w.txn, Mode: w.mode, Upgrade: w.upgrade}) {
-					return
-				}
-			}
-		}
-		n := len(dst)
-		if dst = waitsfor.Nearest(dst, back, q.txn, q.mode); len(dst) > n {
-			return dst
-		}
+	var ws []*waiter
+	for _, r := range rs {
+		f.wideIdx.overlapping(r, func(w *waiter) bool {
+			ws = append(ws, w)
+			return true
+		})
 	}
-	return f.holderConflictsLocked(q, dst)
+	slices.SortFunc(ws, func(a, b *waiter) int { return cmp.Compare(a.seq, b.seq) })
+	for _, w := range slices.Compact(ws) {
+		f.recheckWideWaiterLocked(w) // a grant removes w from the index: ws is a copy
+	}
 }
 
-func sortUnique(dst []txnlock.TxnID, base int) []txnlock.TxnID {
-	slices.Sort(dst[base:])
-	return append(dst[:base], slices.Compact(dst[base:])...)
-}
-
-// recheckLocked re-evaluates wide waiter w after something it overlaps
-// was released or left the queue: it grants w if nothing blocks it any
-// more, else it tells the detector about a changed set of blockers. Every
-// stripe is held.
-func (f *family) recheckLocked(w *waiter) {
+// recheckWideWaiterLocked re-evaluates wide waiter w after something it
+// overlaps was released or left the queue: it grants w if nothing blocks
+// it any more, else it tells the detector about a changed set of
+// blockers. Every stripe is held.
+func (f *family) recheckWideWaiterLocked(w *waiter) {
 	if !w.lw.Active() {
 		return // failed: its goroutine unlinks it and re-checks
 	}
@@ -405,11 +367,42 @@ func (f *family) recheckLocked(w *waiter) {
 	}
 }
 
-// refreshLocked tells the detector about a changed set of blockers of
-// waiter w, without granting it (callers that iterate queues use it when
-// nothing was released, so nothing can become grantable). w's lock(s) are
-// held.
-func (f *family) refreshLocked(w *waiter) {
+// grantWideLocked grants wide waiter w, which is still waiting: it
+// acquires w's range, unlinks w and ends its wait (unless w failed just
+// now). Every stripe is held.
+func (f *family) grantWideLocked(w *waiter) {
+	lw := w.lw
+	if !lw.Claim() {
+		return // failed meanwhile: its goroutine unlinks it
+	}
+	// The waiter sleeps until Wake: record the grant first. The
+	// transaction's record may have been taken by an UnlockAll that ran
+	// while w waited: note it afresh so that the next UnlockAll finds it.
+	f.m.txns.noteWide(w.txn, f)
+	f.wide.Remove(lw)
+	f.wideIdx.remove(w)
+	if det := f.m.det; det != nil {
+		// The waiter unblocks itself when it wakes (lockwait.Waiter.Wait).
+		det.DropResource(lw.Resource)
+	}
+	f.acquireWideLocked(w.txn, w.r, w.mode)
+	f.wideCounters.Acquired++
+	f.wideCounters.EndWait(nil, lw.Since, f.m.clock.Now())
+	upgrade := w.upgrade
+	// Touch lw no more after Wake: its goroutine may recycle it at once
+	// (lockwait.Waiter.Release). w itself is not recycled.
+	lw.Wake()
+	if upgrade {
+		f.refreshAfterUpgradeLocked(&w.request)
+	}
+}
+
+// refreshWaiterLocked tells the detector about a changed set of blockers
+// of waiter w, without granting it (callers that iterate queues use it
+// when nothing was released, so nothing can become grantable): its own
+// resource's blockers (a wide waiter, or a point waiter behind a wide
+// one), or its key's shared resource. w's lock(s) are held.
+func (f *family) refreshWaiterLocked(w *waiter) {
 	det := f.m.det
 	if det == nil || !w.lw.Active() {
 		return
@@ -447,57 +440,6 @@ func (f *family) refreshAfterUpgradeLocked(q *request) {
 		return true
 	})
 	for _, w := range ws {
-		f.refreshLocked(w)
-	}
-}
-
-// grantWideLocked grants wide waiter w, which is still waiting: it
-// acquires w's range, unlinks w and ends its wait (unless w failed just
-// now). Every stripe is held.
-func (f *family) grantWideLocked(w *waiter) {
-	lw := w.lw
-	if !lw.Claim() {
-		return // failed meanwhile: its goroutine unlinks it
-	}
-	// The waiter sleeps until Wake: record the grant first. The
-	// transaction's record may have been taken by an UnlockAll that ran
-	// while w waited: note it afresh so that the next UnlockAll finds it.
-	f.m.txns.noteWide(w.txn, f)
-	f.wide.Remove(lw)
-	f.wideIdx.remove(w)
-	if det := f.m.det; det != nil {
-		// The waiter unblocks itself when it wakes (lockwait.Waiter.Wait).
-		det.DropResource(lw.Resource)
-	}
-	f.acquireWideLocked(w.txn, w.r, w.mode)
-	f.wideCounters.Acquired++
-	f.wideCounters.EndWait(nil, lw.Since, f.m.clock.Now())
-	upgrade := w.upgrade
-	// Touch lw no more after Wake: its goroutine may recycle it at once
-	// (lockwait.Waiter.Release). w itself is not recycled.
-	lw.Wake()
-	if upgrade {
-		f.refreshAfterUpgradeLocked(&w.request)
-	}
-}
-
-// acquireWideLocked stores wide range r in every stripe. Every stripe is
-// held.
-func (f *family) acquireWideLocked(txn txnlock.TxnID, r txnlock.Range, mode txnlock.Mode) {
-	f.wideSeen = true
-	for i := range f.stripes {
-		s := &f.stripes[i]
-		s.tree.Acquire(txn, r, mode)
-		s.syncMemLocked(&f.m.mem)
-	}
-	if f.m.det != nil {
-		// Point waiters on keys in r now wait for txn too.
-		for i := range f.stripes {
-			s := &f.stripes[i]
-			s.queuedLocked(r, func(l *locktable.Lock) bool {
-				f.refreshKeyLocked(s, l)
-				return true
-			})
-		}
+		f.refreshWaiterLocked(w)
 	}
 }
