@@ -77,26 +77,10 @@ func TestWaitOptions(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidOptions)
 	require.Contains(t, err.Error(), "LockTimeout")
 
-	var p Problems
-	p.Addf("first")
-	p.Merge(err)
-	p.Merge(nil)
-	var oe *OptionsError
-	require.True(t, errors.As(p.Err(), &oe))
-	require.Len(t, oe.Problems, 2, "Validate must report every problem")
-
-	for _, c := range []struct {
-		in, want time.Duration
-		err      bool
-	}{{0, time.Second, false}, {NoWait, NoWait, false}, {WaitForever, WaitForever, false}, {7, 7, false}, {-2, 0, true}} {
-		got, err := ResolveTimeout(c.in, time.Second)
-		require.Equal(t, c.err, err != nil, "%v", c.in)
-		require.Equal(t, c.want, got)
-	}
 }
 
 func TestStatusString(t *testing.T) {
-	r, _ := Closed([]byte("10"), []byte("20"))
+	r, _ := Inclusive([]byte("10"), []byte("20"))
 	s := Status{
 		Locks: []LockStatus{{CF: 1, Range: Point([]byte("b")), Mode: Shared, Holders: []TxnID{1, 2}}, {CF: 0, Range: r, Mode: Exclusive, Holders: []TxnID{3}}},
 		Waits: []WaitStatus{{Txn: 4, CF: 0, Range: Point([]byte("15")), Mode: Exclusive, Blockers: []TxnID{3}}},

@@ -45,7 +45,7 @@ func Example() {
 // Ranges say which ends they include: Closed is [start, end], HalfOpen
 // [start, end), Prefix every key that starts with p, Point one key.
 func ExampleRange() {
-	closed, _ := txnlock.Closed([]byte("b"), []byte("d"))
+	closed, _ := txnlock.Inclusive([]byte("b"), []byte("d"))
 	halfOpen, _ := txnlock.HalfOpen([]byte("b"), []byte("d"))
 	prefix := txnlock.Prefix([]byte("user/"))
 	for _, r := range []txnlock.Range{closed, halfOpen, prefix, txnlock.Point([]byte("k")), txnlock.All()} {
@@ -67,7 +67,7 @@ func ExampleNewRange() {
 	r, err := txnlock.NewRange(txnlock.ExclusiveKey([]byte("m")), txnlock.Infinite())
 	fmt.Println(r, err)
 	fmt.Println(r.Contains([]byte("m")), r.Contains([]byte("m0")), r.Contains([]byte("zzz")))
-	_, err = txnlock.Closed([]byte("z"), []byte("a"))
+	_, err = txnlock.Inclusive([]byte("z"), []byte("a"))
 	fmt.Println(errors.Is(err, txnlock.ErrInvalidRange))
 	// Output:
 	// (m, +inf) <nil>

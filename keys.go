@@ -200,8 +200,8 @@ func Point(k []byte) Range {
 	return Range{start: before(k), end: afterKey(k)}
 }
 
-// Closed returns [start, end].
-func Closed(start, end []byte) (Range, error) {
+// Inclusive returns [start, end]: both ends included.
+func Inclusive(start, end []byte) (Range, error) {
 	return NewRange(InclusiveKey(start), InclusiveKey(end))
 }
 

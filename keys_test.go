@@ -73,7 +73,7 @@ func TestPointKey(t *testing.T) {
 		require.True(t, ok, "%q", k)
 		require.Equal(t, k, string(got))
 	}
-	r, _ := Closed([]byte("a"), []byte("b"))
+	r, _ := Inclusive([]byte("a"), []byte("b"))
 	_, ok := r.PointKey()
 	require.False(t, ok)
 	_, ok = All().PointKey()
@@ -83,7 +83,7 @@ func TestPointKey(t *testing.T) {
 }
 
 func TestRangeString(t *testing.T) {
-	r1, _ := Closed([]byte("10"), []byte("20"))
+	r1, _ := Inclusive([]byte("10"), []byte("20"))
 	r2, _ := HalfOpen([]byte("a"), []byte("b"))
 	r3, _ := NewRange(ExclusiveKey([]byte("a")), Infinite())
 	require.Equal(t, "[10, 20]", r1.String())

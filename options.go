@@ -1,7 +1,6 @@
 package txnlock
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -42,11 +41,10 @@ func (o *WaitOptions) EnsureDefaults() {
 // Validate reports every problem at once. Zero fields are valid: they
 // mean the defaults that EnsureDefaults fills in.
 func (o *WaitOptions) Validate() error {
-	var v Problems
 	if o.LockTimeout < 0 && o.LockTimeout != NoWait {
-		v.Addf("LockTimeout %v is negative (use NoWait or WaitForever)", o.LockTimeout)
+		return &OptionsError{Problems: []string{fmt.Sprintf("LockTimeout %v is negative (use NoWait or WaitForever)", o.LockTimeout)}}
 	}
-	return v.Err()
+	return nil
 }
 
 // String renders the options as space-separated key=value pairs, the
@@ -72,36 +70,6 @@ func (o WaitOptions) String() string {
 	return fmt.Sprintf("lock_timeout=%s detector=%s clock=%s", timeout, det, clock)
 }
 
-// Problems collects option problems so that Validate can report all of them
-// at once.
-type Problems struct{ list []string }
-
-// Addf records one problem.
-func (p *Problems) Addf(format string, args ...any) {
-	p.list = append(p.list, fmt.Sprintf(format, args...))
-}
-
-// Merge records the problems of err (from another Validate), if any.
-func (p *Problems) Merge(err error) {
-	if err == nil {
-		return
-	}
-	var o *OptionsError
-	if errors.As(err, &o) {
-		p.list = append(p.list, o.Problems...)
-		return
-	}
-	p.list = append(p.list, err.Error())
-}
-
-// Err returns nil or an *OptionsError listing every problem.
-func (p *Problems) Err() error {
-	if len(p.list) == 0 {
-		return nil
-	}
-	return &OptionsError{Problems: p.list}
-}
-
 // OptionsError lists every problem Validate found. errors.Is(err,
 // ErrInvalidOptions) is true.
 type OptionsError struct{ Problems []string }
@@ -112,16 +80,3 @@ func (e *OptionsError) Error() string {
 
 // Is makes errors.Is(err, ErrInvalidOptions) true.
 func (e *OptionsError) Is(target error) bool { return target == ErrInvalidOptions }
-
-// ResolveTimeout turns a Request.Timeout into the wait to apply, using def
-// for DefaultTimeout. It returns ErrInvalidTimeout for negative values other
-// than NoWait.
-func ResolveTimeout(t, def time.Duration) (time.Duration, error) {
-	switch {
-	case t == DefaultTimeout:
-		return def, nil
-	case t == NoWait || t > 0:
-		return t, nil
-	}
-	return 0, ErrInvalidTimeout
-}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/bench/sbtest"
+	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
 // Defaults of Options.
@@ -83,7 +84,7 @@ func (o *Options) EnsureDefaults() {
 
 // Validate reports every problem.
 func (o *Options) Validate() error {
-	var p txnlock.Problems
+	var p optcheck.Problems
 	if !o.Workload.Valid() {
 		p.Addf("unknown workload %q (want one of %s)", o.Workload, joinWorkloads())
 	}

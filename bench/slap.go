@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
 // LoadType is mysqlslap's --auto-generate-sql-load-type.
@@ -96,7 +97,7 @@ func (o *SlapOptions) EnsureDefaults() {
 
 // Validate reports every problem.
 func (o *SlapOptions) Validate() error {
-	var p txnlock.Problems
+	var p optcheck.Problems
 	validateCounts(&p, "concurrency", o.Concurrency)
 	if o.Iterations < 1 {
 		p.Addf("iterations %d: must be at least 1", o.Iterations)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
 // TableOptions are the settings of the table and its random values that
@@ -53,13 +54,13 @@ func (o *TableOptions) EnsureDefaults() {
 
 // Validate reports every problem.
 func (o *TableOptions) Validate() error {
-	var p txnlock.Problems
+	var p optcheck.Problems
 	o.check(&p)
 	return p.Err()
 }
 
 // check adds o's problems to p; the messages name the command-line flags.
-func (o *TableOptions) check(p *txnlock.Problems) {
+func (o *TableOptions) check(p *optcheck.Problems) {
 	if o.TableSize < 1 {
 		p.Addf("table-size %d: must be at least 1", o.TableSize)
 	}
@@ -98,7 +99,7 @@ type ThrottleOptions struct {
 
 // check adds o's problems to p, for a run over tables tables (< 1: the
 // rules are not resolved, another problem says why).
-func (o *ThrottleOptions) check(p *txnlock.Problems, tables int) {
+func (o *ThrottleOptions) check(p *optcheck.Problems, tables int) {
 	if o.Delay < 0 {
 		p.Addf("delay %v is negative", o.Delay)
 	}
@@ -130,7 +131,7 @@ func (o *ThrottleOptions) writeFlags(sb *strings.Builder) {
 
 // validateCounts adds the problems of a list of thread or client counts,
 // the value of the flag named flag: none given, or a count below 1.
-func validateCounts(p *txnlock.Problems, flag string, counts []int) {
+func validateCounts(p *optcheck.Problems, flag string, counts []int) {
 	if len(counts) == 0 {
 		p.Addf("%s: none given", flag)
 	}
@@ -142,7 +143,7 @@ func validateCounts(p *txnlock.Problems, flag string, counts []int) {
 }
 
 // validateLocks adds the problems of a lock-kind list to p.
-func validateLocks(p *txnlock.Problems, locks []LockKind) {
+func validateLocks(p *optcheck.Problems, locks []LockKind) {
 	if len(locks) == 0 {
 		p.Addf("no lock kinds")
 	}

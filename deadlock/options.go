@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
 // Mode says when the detector looks for cycles.
@@ -187,7 +188,7 @@ func (o *Options) EnsureDefaults() {
 // Validate reports every problem at once. Zero fields are valid: they
 // mean the defaults that EnsureDefaults fills in.
 func (o *Options) Validate() error {
-	var p txnlock.Problems
+	var p optcheck.Problems
 	if o.Mode > Off {
 		p.Addf("unknown Mode %v", o.Mode)
 	}

@@ -48,7 +48,7 @@ func TestCallerKeysCopied(t *testing.T) {
 	buf := []byte("key-0001")
 	tr.Acquire(1, txnlock.Point(buf), txnlock.Exclusive)
 	long := []byte("a-key-longer-than-sixteen-bytes-1")
-	r, err := txnlock.Closed(long, append([]byte(nil), "b"...))
+	r, err := txnlock.Inclusive(long, append([]byte(nil), "b"...))
 	require.NoError(t, err)
 	tr.Acquire(1, r, txnlock.Shared)
 	copy(buf, "key-9999")

@@ -8,7 +8,7 @@ import (
 )
 
 func mustClosed(a, b string) txnlock.Range {
-	r, err := txnlock.Closed([]byte(a), []byte(b))
+	r, err := txnlock.Inclusive([]byte(a), []byte(b))
 	if err != nil {
 		panic(err)
 	}

@@ -53,7 +53,7 @@ var memShapes = []memShape{
 		var a, b []byte
 		for i := 0; i < n; i++ {
 			x := uint64(i/4) * 16
-			r, err := txnlock.Closed(key16(a, x+uint64(i%4)), key16(b, x+8+uint64(i%4)))
+			r, err := txnlock.Inclusive(key16(a, x+uint64(i%4)), key16(b, x+8+uint64(i%4)))
 			if err != nil {
 				panic(err)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
 // DB runs pessimistic transactions over a *pebble.DB. It is safe for
@@ -82,7 +83,7 @@ var nextTxnID atomic.Uint64
 // errors where it can (see FatalError).
 func New(pdb *pebble.DB, opts Options) (_ *DB, err error) {
 	opts.EnsureDefaults()
-	var p txnlock.Problems
+	var p optcheck.Problems
 	if pdb == nil {
 		p.Addf("pebble DB is nil")
 	}

@@ -86,7 +86,7 @@ func ExampleTxn_ScanForUpdate() {
 	fmt.Println(load.Commit())
 
 	scan, _ := db.Begin(nil)
-	r, _ := txnlock.Closed([]byte("o/10"), []byte("o/30"))
+	r, _ := txnlock.Inclusive([]byte("o/10"), []byte("o/30"))
 	scan.ScanForUpdate(ctx, orders, r, txnlock.Exclusive, func(k, v []byte) bool {
 		fmt.Printf("%s=%s\n", k, v)
 		return true

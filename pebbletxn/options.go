@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
 // Options configure a DB. The zero value is not usable: Manager is
@@ -46,11 +47,11 @@ func (o *Options) EnsureDefaults() {}
 
 // Validate reports every problem with o.
 func (o *Options) Validate() error {
-	var p txnlock.Problems
+	var p optcheck.Problems
 	if o.Manager == nil {
 		p.Addf("Manager is nil")
 	}
-	if _, err := txnlock.ResolveTimeout(o.LockTimeout, 0); err != nil {
+	if _, err := optcheck.ResolveTimeout(o.LockTimeout, 0); err != nil {
 		p.Addf("LockTimeout %v is negative (use txnlock.NoWait or txnlock.WaitForever)", o.LockTimeout)
 	}
 	return p.Err()
@@ -101,8 +102,8 @@ type TxnOptions struct {
 
 // Validate reports every problem with o.
 func (o *TxnOptions) Validate() error {
-	var p txnlock.Problems
-	if _, err := txnlock.ResolveTimeout(o.LockTimeout, 0); err != nil {
+	var p optcheck.Problems
+	if _, err := optcheck.ResolveTimeout(o.LockTimeout, 0); err != nil {
 		p.Addf("LockTimeout %v is negative (use txnlock.NoWait or txnlock.WaitForever)", o.LockTimeout)
 	}
 	if o.Durability > NoSyncDurability {

@@ -91,7 +91,7 @@ func (s *scenario) run(d *datadriven.TestData) string {
 		return 0
 	}
 	rng := func() txnlock.Range {
-		r, err := txnlock.Closed([]byte(arg(2)), []byte(arg(3)))
+		r, err := txnlock.Inclusive([]byte(arg(2)), []byte(arg(3)))
 		if err != nil {
 			d.Fatalf(s.t, "%v", err)
 		}

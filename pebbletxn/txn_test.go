@@ -131,11 +131,11 @@ func TestLockRequestsDedup(t *testing.T) {
 				require.Equal(t, s.want, txn.LockRequests(), "step %d", i)
 			}
 			if kind == kindRange {
-				r, _ := txnlock.Closed([]byte("m"), []byte("p"))
+				r, _ := txnlock.Inclusive([]byte("m"), []byte("p"))
 				require.NoError(t, txn.LockRange(bg, nil, r, txnlock.Exclusive))
 				require.Equal(t, 4, txn.LockRequests())
 				require.NoError(t, txn.Put(bg, nil, []byte("n"), nil), "inside the held range")
-				sub, _ := txnlock.Closed([]byte("n"), []byte("o"))
+				sub, _ := txnlock.Inclusive([]byte("n"), []byte("o"))
 				require.NoError(t, txn.LockRange(bg, nil, sub, txnlock.Shared))
 				require.Equal(t, 4, txn.LockRequests())
 			}
@@ -159,7 +159,7 @@ func TestScanForUpdatePhantoms(t *testing.T) {
 			require.NoError(t, t0.Commit())
 			scan := func(txn *Txn) []string {
 				var keys []string
-				r, _ := txnlock.Closed([]byte("a"), []byte("e"))
+				r, _ := txnlock.Inclusive([]byte("a"), []byte("e"))
 				require.NoError(t, txn.ScanForUpdate(bg, nil, r, txnlock.Exclusive, func(k, _ []byte) bool {
 					keys = append(keys, string(k))
 					return true
@@ -243,7 +243,7 @@ func TestBadInput(t *testing.T) {
 	require.ErrorIs(t, err, txnlock.ErrInvalidOptions)
 	txn := begin(t, e.db)
 	require.ErrorIs(t, txn.Lock(bg, nil, []byte("k"), 0), txnlock.ErrInvalidMode)
-	r, _ := txnlock.Closed([]byte("a"), []byte("b"))
+	r, _ := txnlock.Inclusive([]byte("a"), []byte("b"))
 	require.ErrorIs(t, txn.LockRange(bg, nil, r, txnlock.Exclusive), txnlock.ErrRangeNotSupported)
 	require.ErrorIs(t, txn.LockRange(bg, nil, txnlock.Range{}, txnlock.Exclusive), txnlock.ErrInvalidRange)
 	require.ErrorIs(t, txn.Unlock(nil, []byte("never")), txnlock.ErrNotHeld)

@@ -7,6 +7,7 @@ import (
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
+	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
 // Lock acquires the single key of req.Range ([k, k], from txnlock.Point) in
@@ -114,7 +115,7 @@ func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request) (key []by
 		return nil, nil, 0, err
 	}
 	if timeout = req.Timeout; timeout <= 0 {
-		if timeout, err = txnlock.ResolveTimeout(timeout, m.opts.LockTimeout); err != nil {
+		if timeout, err = optcheck.ResolveTimeout(timeout, m.opts.LockTimeout); err != nil {
 			return nil, nil, 0, err
 		}
 	}

@@ -235,7 +235,7 @@ func runAPISequence(t testing.TB, data []byte) {
 		case 6:
 			return txnlock.Range{}
 		case 7:
-			r, _ := txnlock.Closed([]byte("a"), []byte("b"))
+			r, _ := txnlock.Inclusive([]byte("a"), []byte("b"))
 			return r
 		}
 		return txnlock.Point([]byte(keys[b%4]))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/locktable"
+	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
 // MaxStripes bounds Options.Stripes.
@@ -46,7 +47,7 @@ func (o *Options) EnsureDefaults() {
 // Validate reports every problem of o at once. Zero fields are valid:
 // they mean the defaults that EnsureDefaults fills in.
 func (o *Options) Validate() error {
-	var p txnlock.Problems
+	var p optcheck.Problems
 	p.Merge(o.WaitOptions.Validate())
 	locktable.CheckStripes(&p, o.Stripes)
 	if o.MaxLocks < 0 {

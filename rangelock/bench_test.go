@@ -118,7 +118,7 @@ func BenchmarkConflictCheck10k(b *testing.B) {
 	for i := range n {
 		start := fmt.Appendf(nil, "key%08d", 2*i)
 		end := fmt.Appendf(nil, "key%08d", 2*i+1)
-		r, _ := txnlock.Closed(start, end)
+		r, _ := txnlock.Inclusive(start, end)
 		ranges = append(ranges, r)
 		if err := rm.Lock(ctx, txnlock.Request{Txn: txnlock.TxnID(1 + i%1000), Range: r, Mode: txnlock.Exclusive}); err != nil {
 			b.Fatal(err)

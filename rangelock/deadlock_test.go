@@ -19,7 +19,7 @@ import (
 // cycle (the detector's default), so each test knows which request fails.
 
 func mustRange(t *testing.T, start, end string) txnlock.Range {
-	r, err := txnlock.Closed([]byte(start), []byte(end))
+	r, err := txnlock.Inclusive([]byte(start), []byte(end))
 	require.NoError(t, err)
 	return r
 }

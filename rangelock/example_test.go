@@ -18,7 +18,7 @@ func Example() {
 	}
 	defer m.Close()
 	ctx := context.Background()
-	scan, _ := txnlock.Closed([]byte("id/10"), []byte("id/20"))
+	scan, _ := txnlock.Inclusive([]byte("id/10"), []byte("id/20"))
 	fmt.Println(m.Lock(ctx, txnlock.Request{Txn: 1, Range: scan, Mode: txnlock.Exclusive}))
 	for _, k := range []string{"id/15", "id/25"} {
 		err := m.Lock(ctx, txnlock.Request{Txn: 2, Range: txnlock.Point([]byte(k)), Mode: txnlock.Exclusive})
@@ -46,7 +46,7 @@ func Example_sharedRanges() {
 	}
 	defer m.Close()
 	ctx := context.Background()
-	a, _ := txnlock.Closed([]byte("a"), []byte("m"))
+	a, _ := txnlock.Inclusive([]byte("a"), []byte("m"))
 	b, _ := txnlock.HalfOpen([]byte("f"), []byte("z"))
 	fmt.Println(m.Lock(ctx, txnlock.Request{Txn: 1, Range: a, Mode: txnlock.Shared}))
 	fmt.Println(m.Lock(ctx, txnlock.Request{Txn: 2, Range: b, Mode: txnlock.Shared}))

@@ -8,6 +8,7 @@ import (
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
+	"github.com/txnlock/txnlock/internal/optcheck"
 	"github.com/txnlock/txnlock/internal/waitsfor"
 )
 
@@ -66,7 +67,7 @@ func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request, point boo
 	case !point && !req.Range.Valid():
 		return nil, 0, txnlock.ErrInvalidRange
 	}
-	timeout, err := txnlock.ResolveTimeout(req.Timeout, m.opts.LockTimeout)
+	timeout, err := optcheck.ResolveTimeout(req.Timeout, m.opts.LockTimeout)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/locktable"
+	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
 // DefaultMaxLockMemory is Options.MaxLockMemory's default: RocksDB's range
@@ -63,7 +64,7 @@ func (o *Options) EnsureDefaults() {
 // Validate reports every problem of o at once. A zero field is no
 // problem: it means its default (EnsureDefaults).
 func (o *Options) Validate() error {
-	var p txnlock.Problems
+	var p optcheck.Problems
 	p.Merge(o.WaitOptions.Validate())
 	locktable.CheckStripes(&p, o.Stripes)
 	if o.MaxLockMemory < 0 {

@@ -81,5 +81,5 @@ func decodeRow(id int64, v []byte) (Row, error) {
 
 // idRange is id BETWEEN lo AND hi as a key range: [pk(lo), pk(hi)].
 func idRange(prefix []byte, lo, hi int64) (txnlock.Range, error) {
-	return txnlock.Closed(pkKey(prefix, lo), pkKey(prefix, hi))
+	return txnlock.Inclusive(pkKey(prefix, lo), pkKey(prefix, hi))
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
 // LockKind says how statements lock (see the rules table in doc.go).
@@ -148,7 +149,7 @@ func (o *Options) EnsureDefaults() {
 
 // Validate reports every problem with o.
 func (o *Options) Validate() error {
-	var p txnlock.Problems
+	var p optcheck.Problems
 	if o.Tables < 1 || o.Tables > 1<<20 {
 		p.Addf("Tables %d is not in [1, %d]", o.Tables, 1<<20)
 	}

@@ -50,7 +50,7 @@ func run(w io.Writer) error {
 
 	ctx := context.Background()
 	row := txnlock.Point([]byte("orders/17"))
-	gap, _ := txnlock.Closed([]byte("k/100"), []byte("k/200"))
+	gap, _ := txnlock.Inclusive([]byte("k/100"), []byte("k/200"))
 	// txn 1 locks the row, txn 2 the index range; then each asks for the
 	// other's lock.
 	if err := rows.Lock(ctx, txnlock.Request{Txn: 1, Range: row, Mode: txnlock.Exclusive}); err != nil {

@@ -30,7 +30,7 @@ func run(w io.Writer) error {
 	}
 	defer m.Close()
 	ctx := context.Background()
-	scan, _ := txnlock.Closed([]byte("id/10"), []byte("id/20"))
+	scan, _ := txnlock.Inclusive([]byte("id/10"), []byte("id/20"))
 	if err := m.Lock(ctx, txnlock.Request{Txn: 1, Range: scan, Mode: txnlock.Exclusive}); err != nil {
 		return err
 	}

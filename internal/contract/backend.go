@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
 // Backend is what the traces run against: a lock manager, and the means to
@@ -103,7 +104,7 @@ func deadline(now time.Time, req txnlock.Request, def time.Duration) (time.Time,
 	if def == 0 {
 		def = txnlock.DefaultLockTimeout
 	}
-	d, err := txnlock.ResolveTimeout(req.Timeout, def)
+	d, err := optcheck.ResolveTimeout(req.Timeout, def)
 	if err != nil || d == txnlock.NoWait || d == txnlock.WaitForever {
 		return time.Time{}, false
 	}

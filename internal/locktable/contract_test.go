@@ -10,6 +10,7 @@ import (
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/contract"
 	"github.com/txnlock/txnlock/internal/lockwait"
+	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
 // TestContract plays the rule traces, which both managers play too,
@@ -78,7 +79,7 @@ func (b *coreBackend) Lock(id int, req txnlock.Request, ctx contract.Ctx) (bool,
 	if !ok || !req.Txn.Valid() || !req.Mode.Valid() || ctx == contract.CtxNil {
 		return true, errUnsupported // bad input is the managers' to check
 	}
-	timeout, err := txnlock.ResolveTimeout(req.Timeout, b.lockTimeout())
+	timeout, err := optcheck.ResolveTimeout(req.Timeout, b.lockTimeout())
 	if err != nil {
 		return true, errUnsupported
 	}

@@ -4,7 +4,7 @@ import (
 	"math/bits"
 	"runtime"
 
-	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
 // MaxStripes bounds a manager's Stripes option: a column family's stripes
@@ -29,7 +29,7 @@ func DefaultStripes(limit int) int {
 
 // CheckStripes records in p what is wrong with a Stripes option of n, if
 // anything: 0 (the default) and powers of two up to MaxStripes are valid.
-func CheckStripes(p *txnlock.Problems, n int) {
+func CheckStripes(p *optcheck.Problems, n int) {
 	switch {
 	case n < 0:
 		p.Addf("Stripes %d is negative (0 means the default)", n)
