@@ -2,6 +2,7 @@ package locktable
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/txnlock/txnlock"
 )
@@ -40,15 +41,49 @@ func (l *Lock) Verify() error {
 	if x && n > 1 {
 		return fmt.Errorf("key %q: Exclusive held with %d holders", l.Key(), n)
 	}
-	for w := l.Front(); w != nil; w = w.Next() {
-		if !w.Active() {
-			return nil // it will leave and re-check the queue
+	// A wait can end (timeout, cancellation, a victim) without the
+	// latch: Active is read again after Grants, and a waiter that ended
+	// meanwhile makes the answer moot (it will leave and re-check the
+	// queue).
+	ended := func() bool {
+		for w := l.Front(); w != nil; w = w.Next() {
+			if !w.Active() {
+				return true
+			}
 		}
+		return false
+	}
+	if ended() {
+		return nil
 	}
 	for w := range l.Grants(nil, false) {
-		return fmt.Errorf("key %q: %v waits for %v but could be granted", l.Key(), w.Txn(), w.Lock.Mode)
+		if ended() {
+			return nil
+		}
+		return fmt.Errorf("key %q: %v waits for %v but could be granted (%s)", l.Key(), w.Txn(), w.Lock.Mode, l.describe())
 	}
 	return nil
+}
+
+// describe renders the holders and the queue, for an invariant's error.
+func (l *Lock) describe() string {
+	var sb strings.Builder
+	sb.WriteString("holders:")
+	l.Holders(func(hd *Holder) bool {
+		fmt.Fprintf(&sb, " %d%v", uint64(hd.Txn()), hd.mode)
+		return true
+	})
+	sb.WriteString("; queue:")
+	for w := l.Front(); w != nil; w = w.Next() {
+		fmt.Fprintf(&sb, " %d%v", uint64(w.Txn()), w.Lock.Mode)
+		if w.Upgrade {
+			sb.WriteString("(upgrade)")
+		}
+		if !w.Active() {
+			sb.WriteString("(ended)")
+		}
+	}
+	return sb.String()
 }
 
 // InHolds reports whether hd is at its slot in its transaction's Holds;
