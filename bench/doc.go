@@ -7,7 +7,7 @@
 // # The life of a run
 //
 //	RunPlan(opts)                      for each thread count:
-//	  │                                  Order(locks, pairs): point range range point,
+//	  │                                  in mirrored order: point range range point,
 //	  │                                  then range point point range, ...
 //	  ▼
 //	Run(spec) ── Opener ──▶ fresh table (OpenSBTest: sbtest + one deadlock

@@ -8,8 +8,8 @@ import (
 	"strconv"
 )
 
-// CSVHeader is the header line of WriteCSV.
-var CSVHeader = []string{
+// csvHeader is the header line of WriteCSV.
+var csvHeader = []string{
 	"workload", "lock", "threads", "runs", "tps", "qps", "lat_avg_ms", "lat_p95_ms", "lat_max_ms",
 	"deadlocks", "timeouts", "locks_per_txn", "spread_pct", "verify_ok",
 	"ratio_pct", "ratio_lo_pct", "ratio_hi_pct", "ratio_confidence_pct", "ratio_pairs",
@@ -20,7 +20,7 @@ var CSVHeader = []string{
 // are empty for the baseline kind, and the interval's with one pair.
 func WriteCSV(w io.Writer, cells []Cell) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(CSVHeader); err != nil {
+	if err := cw.Write(csvHeader); err != nil {
 		return err
 	}
 	f := func(x float64, prec int) string { return strconv.FormatFloat(x, 'f', prec, 64) }

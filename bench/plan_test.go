@@ -143,7 +143,7 @@ func TestPairedRatios(t *testing.T) {
 	var runs []*RunResult
 	seq := 0
 	for pair, speed := range []float64{1, 0.5, 1} {
-		for _, l := range Order(locks, 1) {
+		for _, l := range runOrder(locks, 1) {
 			qps := 1000 * speed
 			if l == LockRange {
 				qps *= 0.9
