@@ -233,9 +233,9 @@ func (s digestStats) rows() []DigestStat {
 	return out
 }
 
-// WriteDigestStats prints the digest statistics as ProxySQL does: times in
+// writeDigestStats prints the digest statistics as ProxySQL does: times in
 // microseconds.
-func WriteDigestStats(w io.Writer, stats []DigestStat) error {
+func writeDigestStats(w io.Writer, stats []DigestStat) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "digest\tdigest_text\tcount_star\tsum_time_us\tmin_time_us\tmax_time_us\trows\t\n")
 	for _, s := range stats {

@@ -203,7 +203,7 @@ func TestDelayAndDigests(t *testing.T) {
 	assert.Equal(t, stmtDigest{Kind: stmtUpdateIndex, Table: 1}.ID(), byText["UPDATE sbtest1 SET k=k+1 WHERE id=?"].Digest)
 
 	var buf bytes.Buffer
-	require.NoError(t, WriteDigestStats(&buf, r.Digests))
+	require.NoError(t, writeDigestStats(&buf, r.Digests))
 	assert.Contains(t, buf.String(), "digest_text")
 	assert.Contains(t, buf.String(), "UPDATE sbtest1 SET k=k+1 WHERE id=?")
 }

@@ -420,7 +420,7 @@ func WriteSlapReport(w io.Writer, rs []*SlapResult) {
 		}
 		if len(r.Digests) > 0 {
 			fmt.Fprintf(w, "\tDigest statistics:\n")
-			WriteDigestStats(w, r.Digests)
+			writeDigestStats(w, r.Digests)
 		}
 		fmt.Fprintln(w)
 	}
