@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"github.com/txnlock/txnlock/internal/flagval"
 	"hash/fnv"
 	"io"
 	"slices"
@@ -11,44 +10,44 @@ import (
 	"time"
 )
 
-// StmtKind is a statement shape: one digest per kind and table, as
+// stmtKind is a statement shape: one digest per kind and table, as
 // ProxySQL's stats_mysql_query_digest groups queries that differ only in
 // their literals.
-type StmtKind uint8
+type stmtKind uint8
 
 // The statements the workloads run.
 const (
-	StmtBegin StmtKind = iota
-	StmtCommit
-	StmtPointSelect
-	StmtSimpleRange
-	StmtSumRange
-	StmtOrderRange
-	StmtDistinctRange
-	StmtUpdateIndex
-	StmtUpdateNonIndex
-	StmtDelete
-	StmtInsert
-	StmtInsertAuto
-	StmtFullScan
+	stmtBegin stmtKind = iota
+	stmtCommit
+	stmtPointSelect
+	stmtSimpleRange
+	stmtSumRange
+	stmtOrderRange
+	stmtDistinctRange
+	stmtUpdateIndex
+	stmtUpdateNonIndex
+	stmtDelete
+	stmtInsert
+	stmtInsertAuto
+	stmtFullScan
 	numStmtKinds
 )
 
 // stmtText is each kind's digest text; %d is the table number.
 var stmtText = [numStmtKinds]string{
-	StmtBegin:          "BEGIN",
-	StmtCommit:         "COMMIT",
-	StmtPointSelect:    "SELECT c FROM sbtest%d WHERE id=?",
-	StmtSimpleRange:    "SELECT c FROM sbtest%d WHERE id BETWEEN ? AND ?",
-	StmtSumRange:       "SELECT SUM(k) FROM sbtest%d WHERE id BETWEEN ? AND ?",
-	StmtOrderRange:     "SELECT c FROM sbtest%d WHERE id BETWEEN ? AND ? ORDER BY c",
-	StmtDistinctRange:  "SELECT DISTINCT c FROM sbtest%d WHERE id BETWEEN ? AND ? ORDER BY c",
-	StmtUpdateIndex:    "UPDATE sbtest%d SET k=k+1 WHERE id=?",
-	StmtUpdateNonIndex: "UPDATE sbtest%d SET c=? WHERE id=?",
-	StmtDelete:         "DELETE FROM sbtest%d WHERE id=?",
-	StmtInsert:         "INSERT INTO sbtest%d (id, k, c, pad) VALUES (?, ?, ?, ?)",
-	StmtInsertAuto:     "INSERT INTO sbtest%d (k, c, pad) VALUES (?, ?, ?)",
-	StmtFullScan:       "SELECT id, k, c, pad FROM sbtest%d",
+	stmtBegin:          "BEGIN",
+	stmtCommit:         "COMMIT",
+	stmtPointSelect:    "SELECT c FROM sbtest%d WHERE id=?",
+	stmtSimpleRange:    "SELECT c FROM sbtest%d WHERE id BETWEEN ? AND ?",
+	stmtSumRange:       "SELECT SUM(k) FROM sbtest%d WHERE id BETWEEN ? AND ?",
+	stmtOrderRange:     "SELECT c FROM sbtest%d WHERE id BETWEEN ? AND ? ORDER BY c",
+	stmtDistinctRange:  "SELECT DISTINCT c FROM sbtest%d WHERE id BETWEEN ? AND ? ORDER BY c",
+	stmtUpdateIndex:    "UPDATE sbtest%d SET k=k+1 WHERE id=?",
+	stmtUpdateNonIndex: "UPDATE sbtest%d SET c=? WHERE id=?",
+	stmtDelete:         "DELETE FROM sbtest%d WHERE id=?",
+	stmtInsert:         "INSERT INTO sbtest%d (id, k, c, pad) VALUES (?, ?, ?, ?)",
+	stmtInsertAuto:     "INSERT INTO sbtest%d (k, c, pad) VALUES (?, ?, ?)",
+	stmtFullScan:       "SELECT id, k, c, pad FROM sbtest%d",
 }
 
 // stmtClass is sysbench's "queries performed" class of each kind.
@@ -60,28 +59,28 @@ const (
 	classWrite
 )
 
-func (k StmtKind) class() stmtClass {
+func (k stmtKind) class() stmtClass {
 	switch k {
-	case StmtBegin, StmtCommit:
+	case stmtBegin, stmtCommit:
 		return classOther
-	case StmtPointSelect, StmtSimpleRange, StmtSumRange, StmtOrderRange, StmtDistinctRange, StmtFullScan:
+	case stmtPointSelect, stmtSimpleRange, stmtSumRange, stmtOrderRange, stmtDistinctRange, stmtFullScan:
 		return classRead
 	}
 	return classWrite
 }
 
 // perTable reports whether the kind names a table (BEGIN and COMMIT do not).
-func (k StmtKind) perTable() bool { return k != StmtBegin && k != StmtCommit }
+func (k stmtKind) perTable() bool { return k != stmtBegin && k != stmtCommit }
 
-// Digest names one statement shape on one table (Table 0 for BEGIN and
+// stmtDigest names one statement shape on one table (Table 0 for BEGIN and
 // COMMIT).
-type Digest struct {
-	Kind  StmtKind
+type stmtDigest struct {
+	Kind  stmtKind
 	Table int
 }
 
 // Text is the digest text, e.g. "UPDATE sbtest1 SET k=k+1 WHERE id=?".
-func (d Digest) Text() string {
+func (d stmtDigest) Text() string {
 	if !d.Kind.perTable() {
 		return stmtText[d.Kind]
 	}
@@ -90,22 +89,22 @@ func (d Digest) Text() string {
 
 // ID is the digest id as ProxySQL prints it: a 64-bit hash of the text,
 // "0x" and 16 upper-case hex digits.
-func (d Digest) ID() string {
+func (d stmtDigest) ID() string {
 	h := fnv.New64a()
 	io.WriteString(h, d.Text())
 	return fmt.Sprintf("0x%016X", h.Sum64())
 }
 
 // allDigests lists every digest a run over the given tables can produce.
-func allDigests(tables int) []Digest {
-	var ds []Digest
+func allDigests(tables int) []stmtDigest {
+	var ds []stmtDigest
 	for k := range numStmtKinds {
 		if !k.perTable() {
-			ds = append(ds, Digest{Kind: k})
+			ds = append(ds, stmtDigest{Kind: k})
 			continue
 		}
 		for t := 1; t <= tables; t++ {
-			ds = append(ds, Digest{Kind: k, Table: t})
+			ds = append(ds, stmtDigest{Kind: k, Table: t})
 		}
 	}
 	return ds
@@ -119,31 +118,8 @@ type DelayRule struct {
 	Delay  time.Duration
 }
 
-// String renders "DIGEST=DURATION", the form ParseDelayRule reads.
+// String renders "DIGEST=DURATION", the form lockbench's --delay-rule takes.
 func (r DelayRule) String() string { return r.Digest + "=" + r.Delay.String() }
-
-// ParseDelayRule reads "DIGEST=DURATION". The digest text itself contains
-// '=' ("k=k+1 WHERE id=?"), so the duration is what follows the last '='.
-// The duration is a Go duration or bare milliseconds, as ProxySQL's delay
-// column is.
-func ParseDelayRule(s string) (DelayRule, error) {
-	i := strings.LastIndexByte(s, '=')
-	if i <= 0 {
-		return DelayRule{}, fmt.Errorf("delay rule %q: want DIGEST=DURATION", s)
-	}
-	d, err := flagval.Duration(s[i+1:], time.Millisecond)
-	if err != nil {
-		return DelayRule{}, fmt.Errorf("delay rule %q: %v", s, err)
-	}
-	if d < 0 {
-		return DelayRule{}, fmt.Errorf("delay rule %q: negative delay", s)
-	}
-	digest := strings.TrimSpace(s[:i])
-	if digest == "" {
-		return DelayRule{}, fmt.Errorf("delay rule %q: empty digest", s)
-	}
-	return DelayRule{Digest: digest, Delay: d}, nil
-}
 
 // delayTable is the delay of every digest, indexed [table][kind]; nil when
 // no statement is delayed.
@@ -183,7 +159,7 @@ func newDelayTable(global time.Duration, rules []DelayRule, tables int) (delayTa
 }
 
 // delay returns the delay of d (0 when dt is nil).
-func (dt delayTable) delay(k StmtKind, table int) time.Duration {
+func (dt delayTable) delay(k stmtKind, table int) time.Duration {
 	if dt == nil || table >= len(dt) {
 		return 0
 	}
@@ -241,7 +217,7 @@ func (s digestStats) rows() []DigestStat {
 			if c.n == 0 {
 				continue
 			}
-			d := Digest{Kind: k, Table: t}
+			d := stmtDigest{Kind: k, Table: t}
 			out = append(out, DigestStat{Digest: d.ID(), Text: d.Text(), Count: c.n, Sum: c.sum, Min: c.min, Max: c.max, Rows: c.rows})
 		}
 	}
@@ -257,9 +233,9 @@ func (s digestStats) rows() []DigestStat {
 	return out
 }
 
-// WriteDigestStats prints the digest statistics as ProxySQL does: times in
+// writeDigestStats prints the digest statistics as ProxySQL does: times in
 // microseconds.
-func WriteDigestStats(w io.Writer, stats []DigestStat) error {
+func writeDigestStats(w io.Writer, stats []DigestStat) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "digest\tdigest_text\tcount_star\tsum_time_us\tmin_time_us\tmax_time_us\trows\t\n")
 	for _, s := range stats {

@@ -7,7 +7,7 @@
 // # The life of a run
 //
 //	RunPlan(opts)                      for each thread count:
-//	  │                                  Order(locks, pairs): point range range point,
+//	  │                                  in mirrored order: point range range point,
 //	  │                                  then range point point range, ...
 //	  ▼
 //	Run(spec) ── Opener ──▶ fresh table (OpenSBTest: sbtest + one deadlock
@@ -25,7 +25,7 @@
 //	  ▼
 //	summarize: one Cell per (lock, threads): mean, spread, ratio to the baseline
 //	  ▼
-//	WriteComparison / WriteCSV / WriteJSON (lockbench draws the plot)
+//	Result.WriteComparison / WriteCSV / WriteJSON (lockbench draws the plot)
 //
 // The driver talks to the table through the small DB and Tx interfaces
 // (table.go), so that its accounting is tested against fakes and its own
@@ -43,7 +43,7 @@
 // to the baseline's, its runs being adjacent in time: Cell.Ratio is the
 // median of those ratios with an order-statistics interval (the k-th
 // smallest to the k-th largest, which holds the median with a known
-// probability), and WriteComparison says in words which rows' intervals
+// probability), and Result.WriteComparison says in words which rows' intervals
 // reach past 1, wider than the difference they measure.
 //
 // # Slap

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -61,8 +60,8 @@ func TestRunQueriesPerTransaction(t *testing.T) {
 func TestRunLocksPerTxn(t *testing.T) {
 	var o fakeOpener
 	o.setup = func(db *fakeDB) {
-		db.fault = func(k StmtKind, n int) error {
-			if k == StmtInsert && n%4 == 0 { // after 3 locks: must not count
+		db.fault = func(k stmtKind, n int) error {
+			if k == stmtInsert && n%4 == 0 { // after 3 locks: must not count
 				return &txnlock.LockError{Op: "lock", Err: txnlock.ErrLockTimeout}
 			}
 			return nil
@@ -81,11 +80,11 @@ func TestRunLocksPerTxn(t *testing.T) {
 func TestRunIgnoredErrors(t *testing.T) {
 	var o fakeOpener
 	o.setup = func(db *fakeDB) {
-		db.fault = func(k StmtKind, n int) error {
+		db.fault = func(k stmtKind, n int) error {
 			switch {
-			case k == StmtUpdateIndex && n%10 == 0:
+			case k == stmtUpdateIndex && n%10 == 0:
 				return &txnlock.LockError{Op: "lock", Err: &txnlock.DeadlockError{Victim: 1}}
-			case k == StmtDelete && n%7 == 0:
+			case k == stmtDelete && n%7 == 0:
 				return &txnlock.LockError{Op: "lock", Err: txnlock.ErrLockTimeout}
 			}
 			return nil
@@ -108,7 +107,7 @@ func TestRunUnexpectedError(t *testing.T) {
 	var o fakeOpener
 	boom := errors.New("boom")
 	o.setup = func(db *fakeDB) {
-		db.fault = func(k StmtKind, n int) error {
+		db.fault = func(k stmtKind, n int) error {
 			if n == 5 {
 				return boom
 			}
@@ -154,7 +153,7 @@ func TestRunCanceled(t *testing.T) {
 	var o fakeOpener
 	ctx, cancel := context.WithCancel(context.Background())
 	o.setup = func(db *fakeDB) {
-		db.fault = func(k StmtKind, n int) error {
+		db.fault = func(k stmtKind, n int) error {
 			if n == 100 {
 				cancel()
 			}
@@ -201,10 +200,10 @@ func TestDelayAndDigests(t *testing.T) {
 	assert.GreaterOrEqual(t, byText["UPDATE sbtest1 SET k=k+1 WHERE id=?"].Min, 2*time.Millisecond)
 	assert.GreaterOrEqual(t, r.LatMin, 2*time.Millisecond)
 	assert.EqualValues(t, 20, byText["INSERT INTO sbtest1 (id, k, c, pad) VALUES (?, ?, ?, ?)"].Rows)
-	assert.Equal(t, Digest{Kind: StmtUpdateIndex, Table: 1}.ID(), byText["UPDATE sbtest1 SET k=k+1 WHERE id=?"].Digest)
+	assert.Equal(t, stmtDigest{Kind: stmtUpdateIndex, Table: 1}.ID(), byText["UPDATE sbtest1 SET k=k+1 WHERE id=?"].Digest)
 
 	var buf bytes.Buffer
-	require.NoError(t, WriteDigestStats(&buf, r.Digests))
+	require.NoError(t, writeDigestStats(&buf, r.Digests))
 	assert.Contains(t, buf.String(), "digest_text")
 	assert.Contains(t, buf.String(), "UPDATE sbtest1 SET k=k+1 WHERE id=?")
 }
@@ -220,35 +219,20 @@ func TestGlobalDelay(t *testing.T) {
 	assert.GreaterOrEqual(t, r.LatMin, time.Millisecond)
 }
 
-func TestParseDelayRule(t *testing.T) {
-	r, err := ParseDelayRule("UPDATE sbtest1 SET k=k+1 WHERE id=?=100ms")
-	require.NoError(t, err)
-	assert.Equal(t, DelayRule{Digest: "UPDATE sbtest1 SET k=k+1 WHERE id=?", Delay: 100 * time.Millisecond}, r)
-	r, err = ParseDelayRule("0xBE86E8D6561EAF20=100")
-	require.NoError(t, err)
-	assert.Equal(t, 100*time.Millisecond, r.Delay, "bare numbers are milliseconds, as ProxySQL's delay")
-	for _, bad := range []string{"", "nodelay", "=5ms", "X=abc", "X=-5ms"} {
-		_, err := ParseDelayRule(bad)
-		assert.Error(t, err, bad)
-	}
-	_, err = newDelayTable(0, []DelayRule{{Digest: "SELECT 1", Delay: 1}}, 2)
+// TestDelayTable: a rule names a digest by id (any case) or text.
+func TestDelayTable(t *testing.T) {
+	_, err := newDelayTable(0, []DelayRule{{Digest: "SELECT 1", Delay: 1}}, 2)
 	require.ErrorContains(t, err, "names no statement")
-	dt, err := newDelayTable(0, []DelayRule{{Digest: strings.ToLower(Digest{Kind: StmtDelete, Table: 2}.ID()), Delay: 5}}, 2)
+	dt, err := newDelayTable(0, []DelayRule{{Digest: strings.ToLower(stmtDigest{Kind: stmtDelete, Table: 2}.ID()), Delay: 5}}, 2)
 	require.NoError(t, err)
-	assert.EqualValues(t, 5, dt.delay(StmtDelete, 2))
-	assert.Zero(t, dt.delay(StmtDelete, 1))
+	assert.EqualValues(t, 5, dt.delay(stmtDelete, 2))
+	assert.Zero(t, dt.delay(stmtDelete, 1))
 }
 
-func TestJoinInts(t *testing.T) {
-	assert.Equal(t, "1,2,4", JoinInts([]int{1, 2, 4}))
-}
-
-func ExampleOrder() {
-	fmt.Println(Order([]LockKind{LockPoint, LockRange}, 1))
-	fmt.Println(Order([]LockKind{LockPoint, LockRange}, 2))
-	fmt.Println(Order([]LockKind{LockPoint, LockRange, LockNone}, 1))
-	// Output:
-	// [point range range point]
-	// [point range range point range point point range]
-	// [point range none none range point]
+// TestRunOrder: mirrored blocks, every second one from the other end.
+func TestRunOrder(t *testing.T) {
+	p, r, n := LockPoint, LockRange, LockNone
+	assert.Equal(t, []LockKind{p, r, r, p}, runOrder([]LockKind{p, r}, 1))
+	assert.Equal(t, []LockKind{p, r, r, p, r, p, p, r}, runOrder([]LockKind{p, r}, 2))
+	assert.Equal(t, []LockKind{p, r, n, n, r, p}, runOrder([]LockKind{p, r, n}, 1))
 }

@@ -25,7 +25,7 @@ type fakeDB struct {
 	}
 	// fault, if set, is asked before every statement with the kind and
 	// its 1-based call number; a non-nil error fails the statement.
-	fault func(k StmtKind, n int) error
+	fault func(k stmtKind, n int) error
 	// dupAutoInc makes InsertAuto hand out every id twice (a broken
 	// auto-increment, to show the slap row check can fail).
 	dupAutoInc bool
@@ -100,7 +100,7 @@ type fakeTx struct {
 }
 
 // stmt counts a statement, takes its lock, and asks the fault hook.
-func (tx *fakeTx) stmt(k StmtKind, table int, id int64) error {
+func (tx *fakeTx) stmt(k stmtKind, table int, id int64) error {
 	tx.db.mu.Lock()
 	tx.db.mu.calls[k]++
 	n := tx.db.mu.calls[k]
@@ -120,14 +120,14 @@ func (tx *fakeTx) stmt(k StmtKind, table int, id int64) error {
 }
 
 func (tx *fakeTx) PointSelect(_ context.Context, t int, id int64) (int, error) {
-	if err := tx.stmt(StmtPointSelect, t, id); err != nil {
+	if err := tx.stmt(stmtPointSelect, t, id); err != nil {
 		return 0, err
 	}
 	return 1, nil
 }
 
 func (tx *fakeTx) RangeSelect(_ context.Context, t int, lo, hi int64, _ bool) (int, error) {
-	if err := tx.stmt(StmtSimpleRange, t, lo); err != nil {
+	if err := tx.stmt(stmtSimpleRange, t, lo); err != nil {
 		return 0, err
 	}
 	tx.db.mu.Lock()
@@ -142,14 +142,14 @@ func (tx *fakeTx) RangeSelect(_ context.Context, t int, lo, hi int64, _ bool) (i
 }
 
 func (tx *fakeTx) UpdateIndex(_ context.Context, t int, id int64) (int, error) {
-	return tx.update(StmtUpdateIndex, t, id)
+	return tx.update(stmtUpdateIndex, t, id)
 }
 
 func (tx *fakeTx) UpdateNonIndex(_ context.Context, t int, id int64, _ string) (int, error) {
-	return tx.update(StmtUpdateNonIndex, t, id)
+	return tx.update(stmtUpdateNonIndex, t, id)
 }
 
-func (tx *fakeTx) update(k StmtKind, t int, id int64) (int, error) {
+func (tx *fakeTx) update(k stmtKind, t int, id int64) (int, error) {
 	if err := tx.stmt(k, t, id); err != nil {
 		return 0, err
 	}
@@ -163,7 +163,7 @@ func (tx *fakeTx) update(k StmtKind, t int, id int64) (int, error) {
 }
 
 func (tx *fakeTx) Delete(_ context.Context, t int, id int64) (int, error) {
-	if err := tx.stmt(StmtDelete, t, id); err != nil {
+	if err := tx.stmt(stmtDelete, t, id); err != nil {
 		return 0, err
 	}
 	tx.db.mu.Lock()
@@ -176,7 +176,7 @@ func (tx *fakeTx) Delete(_ context.Context, t int, id int64) (int, error) {
 }
 
 func (tx *fakeTx) Insert(_ context.Context, t int, id, k int64, _, _ string) error {
-	if err := tx.stmt(StmtInsert, t, id); err != nil {
+	if err := tx.stmt(stmtInsert, t, id); err != nil {
 		return err
 	}
 	tx.db.mu.Lock()
@@ -194,11 +194,11 @@ func (tx *fakeTx) InsertAuto(_ context.Context, t int, k int64, _, _ string) (in
 		id++
 		tx.db.mu.nextID++
 	}
-	if !tx.db.dupAutoInc || tx.db.mu.calls[StmtInsertAuto]%2 == 1 {
+	if !tx.db.dupAutoInc || tx.db.mu.calls[stmtInsertAuto]%2 == 1 {
 		tx.db.mu.nextID++
 	}
 	tx.db.mu.Unlock()
-	if err := tx.stmt(StmtInsertAuto, t, id); err != nil {
+	if err := tx.stmt(stmtInsertAuto, t, id); err != nil {
 		return 0, err
 	}
 	tx.db.mu.Lock()

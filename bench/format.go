@@ -8,8 +8,8 @@ import (
 	"strconv"
 )
 
-// CSVHeader is the header line of WriteCSV.
-var CSVHeader = []string{
+// csvHeader is the header line of Result.WriteCSV.
+var csvHeader = []string{
 	"workload", "lock", "threads", "runs", "tps", "qps", "lat_avg_ms", "lat_p95_ms", "lat_max_ms",
 	"deadlocks", "timeouts", "locks_per_txn", "spread_pct", "verify_ok",
 	"ratio_pct", "ratio_lo_pct", "ratio_hi_pct", "ratio_confidence_pct", "ratio_pairs",
@@ -18,13 +18,13 @@ var CSVHeader = []string{
 // WriteCSV prints one header line, then one row per cell (lock kind,
 // thread count), and nothing else. The ratio columns (Cell.Ratio, in %)
 // are empty for the baseline kind, and the interval's with one pair.
-func WriteCSV(w io.Writer, cells []Cell) error {
+func (res *Result) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(CSVHeader); err != nil {
+	if err := cw.Write(csvHeader); err != nil {
 		return err
 	}
 	f := func(x float64, prec int) string { return strconv.FormatFloat(x, 'f', prec, 64) }
-	for _, c := range cells {
+	for _, c := range res.Cells {
 		row := []string{
 			string(c.Workload), string(c.Lock), strconv.Itoa(c.Threads), strconv.Itoa(c.Runs),
 			f(c.TPS, 2), f(c.QPS, 2), f(ms(c.LatAvg), 3), f(ms(c.LatP95), 3), f(ms(c.LatMax), 3),
@@ -47,7 +47,7 @@ func WriteCSV(w io.Writer, cells []Cell) error {
 	return cw.Error()
 }
 
-// jsonResult is the JSON document WriteJSON prints.
+// jsonResult is the JSON document Result.WriteJSON prints.
 type jsonResult struct {
 	Options          string       `json:"options"`
 	Workload         Workload     `json:"workload"`
@@ -60,7 +60,7 @@ type jsonResult struct {
 
 // WriteJSON prints the result as one JSON document: the options as a
 // command line, the cells, and every run.
-func WriteJSON(w io.Writer, res *Result) error {
+func (res *Result) WriteJSON(w io.Writer) error {
 	doc := jsonResult{
 		Options: res.Options.String(), Workload: res.Options.Workload, Layout: res.Options.Layout,
 		Storage: res.Options.Storage, DriverOverheadNs: int64(res.DriverOverhead),

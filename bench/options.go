@@ -7,6 +7,7 @@ import (
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/bench/sbtest"
+	"github.com/txnlock/txnlock/internal/flagval"
 	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
@@ -20,21 +21,22 @@ const (
 	DefaultSeed        = 1
 )
 
-// DefaultThreads is the thread ramp of MyRocks' published comparison.
-var DefaultThreads = []int{1, 2, 4, 8, 16, 32, 64, 100}
+// defaultThreads is the thread ramp of MyRocks' published comparison.
+var defaultThreads = []int{1, 2, 4, 8, 16, 32, 64, 100}
 
-// DefaultLocks compares the two managers.
-var DefaultLocks = []LockKind{LockPoint, LockRange}
+// defaultLocks compares the two managers.
+var defaultLocks = []LockKind{LockPoint, LockRange}
 
 // Options configure a plan of runs: every lock kind at every thread
-// count, in mirrored pairs (see Order). The names follow sysbench's.
+// count, in mirrored pairs (see the package doc). The names follow sysbench's.
 type Options struct {
 	// Workload is the statement mix. Default: OLTPWriteOnly.
 	Workload Workload
 	// Locks are the lock kinds compared; the first is the baseline of the
-	// comparison table's ratios. Default: DefaultLocks (point, range).
+	// comparison table's ratios. Default: point, range.
 	Locks []LockKind
-	// Threads are the thread counts. Default: DefaultThreads (1..100).
+	// Threads are the thread counts. Default: 1, 2, 4, 8, 16, 32, 64, 100
+	// (the thread ramp of MyRocks' published comparison).
 	Threads []int
 	// Time is each run's duration. Default: DefaultTime (10s), unless
 	// Events is set, in which case 0 means no time limit.
@@ -65,10 +67,10 @@ func (o *Options) EnsureDefaults() {
 		o.Workload = OLTPWriteOnly
 	}
 	if len(o.Locks) == 0 {
-		o.Locks = append([]LockKind(nil), DefaultLocks...)
+		o.Locks = append([]LockKind(nil), defaultLocks...)
 	}
 	if len(o.Threads) == 0 {
-		o.Threads = append([]int(nil), DefaultThreads...)
+		o.Threads = append([]int(nil), defaultThreads...)
 	}
 	if o.Time == 0 && o.Events == 0 {
 		o.Time = DefaultTime
@@ -86,7 +88,7 @@ func (o *Options) EnsureDefaults() {
 func (o *Options) Validate() error {
 	var p optcheck.Problems
 	if !o.Workload.Valid() {
-		p.Addf("unknown workload %q (want one of %s)", o.Workload, joinWorkloads())
+		p.Addf("unknown workload %q (want one of %s)", o.Workload, flagval.Join(workloads))
 	}
 	validateLocks(&p, o.Locks)
 	validateCounts(&p, "threads", o.Threads)
@@ -113,19 +115,11 @@ func (o *Options) Validate() error {
 	return p.Err()
 }
 
-func joinWorkloads() string {
-	parts := make([]string, len(Workloads))
-	for i, w := range Workloads {
-		parts[i] = string(w)
-	}
-	return strings.Join(parts, ", ")
-}
-
 // String renders the options as the command line that repeats them.
 func (o Options) String() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "--workload=%s --lock=%s --threads=%s --time=%v --events=%d --table-size=%d --tables=%d --cf-layout=%s --storage=%s",
-		o.Workload, JoinLocks(o.Locks), JoinInts(o.Threads), o.Time, o.Events, o.TableSize, o.Tables, o.Layout, o.Storage)
+		o.Workload, flagval.Join(o.Locks), flagval.Join(o.Threads), o.Time, o.Events, o.TableSize, o.Tables, o.Layout, o.Storage)
 	if o.Dir != "" {
 		fmt.Fprintf(&sb, " --dir=%s", o.Dir)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Order is the run order for one thread count: Pairs mirrored blocks of
+// runOrder is the run order for one thread count: Pairs mirrored blocks of
 // the lock kinds, each block the kinds one way then the other, every
 // second block starting from the other end. For point and range and two
 // pairs: point, range, range, point, then range, point, point, range. A
@@ -16,7 +16,7 @@ import (
 // middle places, or always follows a run of its own kind: whatever those
 // places cost (a phase of the machine, the garbage of the run before)
 // falls on each kind alike over an even number of pairs.
-func Order(locks []LockKind, pairs int) []LockKind {
+func runOrder(locks []LockKind, pairs int) []LockKind {
 	var out []LockKind
 	for p := range pairs {
 		first := locks
@@ -118,7 +118,7 @@ func RunPlan(ctx context.Context, open Opener, opts Options, obs Observer, inter
 		return nil, err
 	}
 	res := &Result{Options: opts}
-	order := Order(opts.Locks, opts.Pairs)
+	order := runOrder(opts.Locks, opts.Pairs)
 	total := len(order) * len(opts.Threads)
 	seq := 0
 	for _, threads := range opts.Threads {

@@ -121,7 +121,7 @@ func TestSummarize(t *testing.T) {
 // TestWriteComparison pins the comparison table.
 func TestWriteComparison(t *testing.T) {
 	var buf bytes.Buffer
-	WriteComparison(&buf, testResult())
+	testResult().WriteComparison(&buf)
 	want := `oltp_write_only, layout shared, storage mem, 1 table(s) x 10000 rows; QPS, mean of 2 runs per cell (1 mirrored pair(s))
   Threads     point    range  range/point %  spread
         1   6000.00  6000.00          100.0   20.0%
@@ -143,7 +143,7 @@ func TestPairedRatios(t *testing.T) {
 	var runs []*RunResult
 	seq := 0
 	for pair, speed := range []float64{1, 0.5, 1} {
-		for _, l := range Order(locks, 1) {
+		for _, l := range runOrder(locks, 1) {
 			qps := 1000 * speed
 			if l == LockRange {
 				qps *= 0.9
@@ -164,12 +164,14 @@ func TestPairedRatios(t *testing.T) {
 	assert.Empty(t, pairedRatios(runs, locks, 8, LockRange))
 }
 
+// TestWriteRunReport: the full report and the one-line form of a run,
+// each with its digest statistics.
 func TestWriteRunReport(t *testing.T) {
 	r := runAt(LockPoint, 8, 1000, time.Millisecond)
 	r.Seq, r.LatMin, r.LatSum = 3, time.Millisecond/2, time.Second
 	r.Digests = []DigestStat{{Digest: "0x1", Text: "BEGIN", Count: 1000, Sum: time.Second, Min: time.Microsecond, Max: time.Millisecond}}
 	var buf bytes.Buffer
-	WriteRunReport(&buf, r)
+	r.WriteReport(&buf)
 	out := buf.String()
 	for _, want := range []string{
 		"== run 3: oltp_write_only, lock point, 8 threads ==",
@@ -190,15 +192,17 @@ func TestWriteRunReport(t *testing.T) {
 		assert.Contains(t, out, want)
 	}
 	buf.Reset()
-	WriteRunLine(&buf, r)
-	assert.Equal(t, "run 3: oltp_write_only lock=point threads=8 secs=1.00 tps=1000.0 qps=6000.0 lat_avg_ms=1.000 lat_p95_ms=2.000 deadlocks=1 timeouts=2 locks_per_txn=3.00 check=ok (100 rows)\n", buf.String())
+	r.WriteLine(&buf)
+	line, digests, _ := strings.Cut(buf.String(), "\n")
+	assert.Equal(t, "run 3: oltp_write_only lock=point threads=8 secs=1.00 tps=1000.0 qps=6000.0 lat_avg_ms=1.000 lat_p95_ms=2.000 deadlocks=1 timeouts=2 locks_per_txn=3.00 check=ok (100 rows)", line)
+	assert.Contains(t, digests, "0x1     BEGIN", "the digest statistics follow the line")
 }
 
 // TestWriteCSV: one header line, then one row per cell, nothing else.
 func TestWriteCSV(t *testing.T) {
 	res := testResult()
 	var buf bytes.Buffer
-	require.NoError(t, WriteCSV(&buf, res.Cells))
+	require.NoError(t, res.WriteCSV(&buf))
 	lines := strings.Split(strings.TrimSuffix(buf.String(), "\n"), "\n")
 	require.Len(t, lines, 1+len(res.Cells))
 	assert.Equal(t, "workload,lock,threads,runs,tps,qps,lat_avg_ms,lat_p95_ms,lat_max_ms,deadlocks,timeouts,locks_per_txn,spread_pct,verify_ok,ratio_pct,ratio_lo_pct,ratio_hi_pct,ratio_confidence_pct,ratio_pairs", lines[0])
@@ -210,7 +214,7 @@ func TestWriteCSV(t *testing.T) {
 
 func TestWriteJSON(t *testing.T) {
 	var buf bytes.Buffer
-	require.NoError(t, WriteJSON(&buf, testResult()))
+	require.NoError(t, testResult().WriteJSON(&buf))
 	var doc struct {
 		Workload string `json:"workload"`
 		Cells    []Cell `json:"cells"`

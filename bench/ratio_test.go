@@ -34,7 +34,7 @@ func TestOrderInterval(t *testing.T) {
 func pairedRuns(threads int, ratios ...float64) []*RunResult {
 	var runs []*RunResult
 	for i, r := range ratios {
-		order := Order([]LockKind{LockPoint, LockRange}, 2)[4*(i%2) : 4*(i%2)+4]
+		order := runOrder([]LockKind{LockPoint, LockRange}, 2)[4*(i%2) : 4*(i%2)+4]
 		for _, l := range order {
 			txns := uint64(1000)
 			if l == LockRange {

@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// WriteRunReport prints one run as sysbench prints its final report, then
-// the lock counts and the table check.
-func WriteRunReport(w io.Writer, r *RunResult) {
+// WriteReport prints the run as sysbench prints its final report, then
+// the lock counts, the table check and the digest statistics.
+func (r *RunResult) WriteReport(w io.Writer) {
 	secs := r.Elapsed.Seconds()
 	ps := func(n uint64) string { return fmt.Sprintf("(%.2f per sec.)", perSec(n, r.Elapsed)) }
 	fmt.Fprintf(w, "== run %d: %s, lock %s, %d threads ==\n", r.Seq, r.Workload, r.Lock, r.Threads)
@@ -46,17 +46,20 @@ func WriteRunReport(w io.Writer, r *RunResult) {
 	fmt.Fprintf(w, "    table check:                         %s\n", verifyLine(r.Lock, r.Verify))
 	if len(r.Digests) > 0 {
 		fmt.Fprintf(w, "\nDigest statistics:\n")
-		WriteDigestStats(w, r.Digests)
+		writeDigestStats(w, r.Digests)
 	}
 	fmt.Fprintln(w)
 }
 
-// WriteRunLine prints one run on one line, as the RESULT lines of the
-// RocksDB comparison script do.
-func WriteRunLine(w io.Writer, r *RunResult) {
+// WriteLine prints the run on one line, as the RESULT lines of the
+// RocksDB comparison script do, then its digest statistics, if any.
+func (r *RunResult) WriteLine(w io.Writer) {
 	fmt.Fprintf(w, "run %d: %s lock=%s threads=%d secs=%.2f tps=%.1f qps=%.1f lat_avg_ms=%.3f lat_p95_ms=%.3f deadlocks=%d timeouts=%d locks_per_txn=%.2f check=%s\n",
 		r.Seq, r.Workload, r.Lock, r.Threads, r.Elapsed.Seconds(), r.TPS(), r.QPS(), ms(r.LatAvg), ms(r.LatP95),
 		r.Deadlocks, r.Timeouts, r.LocksPerTxn(), verifyLine(r.Lock, r.Verify))
+	if len(r.Digests) > 0 {
+		writeDigestStats(w, r.Digests)
+	}
 }
 
 // verifyLine renders the table check. Without locks concurrent writers
@@ -100,12 +103,12 @@ func avgMs(d time.Duration, n uint64) float64 {
 	return ms(d) / float64(n)
 }
 
-// WriteComparison prints the comparison table: QPS per thread count for
+// WriteComparison prints the plan's comparison table: QPS per thread count for
 // each lock kind, each other kind's ratio to the first (PairedRatio, with
 // its interval when the plan ran several pairs), and the largest spread
 // of the row's cells; then, in words, the rows whose interval is wider
 // than the difference it measures.
-func WriteComparison(w io.Writer, res *Result) {
+func (res *Result) WriteComparison(w io.Writer) {
 	o := res.Options
 	locks := o.Locks
 	fmt.Fprintf(w, "%s, layout %s, storage %s, %d table(s) x %d rows%s; QPS, mean of %d runs per cell (%d mirrored pair(s))\n",

@@ -28,19 +28,19 @@ func TestReports(t *testing.T) {
 			res = parseRuns(t, d)
 			return ""
 		case "compare":
-			WriteComparison(&buf, res)
+			res.WriteComparison(&buf)
 		case "csv":
-			if err := WriteCSV(&buf, res.Cells); err != nil {
+			if err := res.WriteCSV(&buf); err != nil {
 				return err.Error()
 			}
 		case "lines":
 			for _, r := range res.Runs {
-				WriteRunLine(&buf, r)
+				r.WriteLine(&buf)
 			}
 		case "report":
 			var seq int
 			d.ScanArgs(t, "seq", &seq)
-			WriteRunReport(&buf, res.Runs[seq-1])
+			res.Runs[seq-1].WriteReport(&buf)
 		default:
 			d.Fatalf(t, "unknown command %s", d.Cmd)
 		}

@@ -55,9 +55,9 @@ func TestSBTestLocksPerTxn(t *testing.T) {
 
 // TestSBTestWorkloads: every workload runs on every layout.
 func TestSBTestWorkloads(t *testing.T) {
-	for i, w := range Workloads {
+	for i, w := range workloads {
 		spec := sbSpec(w, LockRange, 3, 100)
-		spec.Table.Layout = Layouts[i%len(Layouts)]
+		spec.Table.Layout = layouts[i%len(layouts)]
 		spec.Table.Tables = 2
 		spec.DigestStats = true
 		r, err := Run(context.Background(), OpenSBTest, spec)

@@ -47,7 +47,7 @@ func (s *session) queries() uint64 { return s.reads + s.writes + s.other }
 // pre starts a statement: it reads the clock when statements are timed
 // and sleeps the statement's delay (which thus counts in its time, as a
 // query delayed by a proxy is slower for its client).
-func (s *session) pre(k StmtKind, table int) time.Time {
+func (s *session) pre(k stmtKind, table int) time.Time {
 	var t0 time.Time
 	if s.digests != nil {
 		t0 = time.Now()
@@ -60,7 +60,7 @@ func (s *session) pre(k StmtKind, table int) time.Time {
 
 // post ends a statement: it records its time and rows, counts it if it
 // succeeded, and passes err on.
-func (s *session) post(k StmtKind, table int, t0 time.Time, rows int, err error) error {
+func (s *session) post(k stmtKind, table int, t0 time.Time, rows int, err error) error {
 	if s.digests != nil {
 		s.digests[table][k].add(time.Since(t0), rows)
 	}
@@ -124,9 +124,9 @@ func (s *session) begin(explicit bool) {
 		s.tx = s.db.Begin()
 		return
 	}
-	t0 := s.pre(StmtBegin, 0)
+	t0 := s.pre(stmtBegin, 0)
 	s.tx = s.db.Begin()
-	s.post(StmtBegin, 0, t0, 0, nil)
+	s.post(stmtBegin, 0, t0, 0, nil)
 }
 
 // commit ends the transaction; counted as a query (COMMIT) if explicit.
@@ -134,9 +134,9 @@ func (s *session) commit(explicit bool) error {
 	if !explicit {
 		return s.tx.Commit()
 	}
-	t0 := s.pre(StmtCommit, 0)
+	t0 := s.pre(stmtCommit, 0)
 	err := s.tx.Commit()
-	return s.post(StmtCommit, 0, t0, 0, err)
+	return s.post(stmtCommit, 0, t0, 0, err)
 }
 
 // rollback ends a failed transaction. Its error is ignored: the
@@ -144,46 +144,46 @@ func (s *session) commit(explicit bool) error {
 func (s *session) rollback() { _ = s.tx.Rollback() }
 
 func (s *session) pointSelect(t int, id int64) error {
-	t0 := s.pre(StmtPointSelect, t)
+	t0 := s.pre(stmtPointSelect, t)
 	n, err := s.tx.PointSelect(s.ctx, t, id)
-	return s.post(StmtPointSelect, t, t0, n, err)
+	return s.post(stmtPointSelect, t, t0, n, err)
 }
 
-func (s *session) rangeSelect(k StmtKind, t int, lo, hi int64, forUpdate bool) error {
+func (s *session) rangeSelect(k stmtKind, t int, lo, hi int64, forUpdate bool) error {
 	t0 := s.pre(k, t)
 	n, err := s.tx.RangeSelect(s.ctx, t, lo, hi, forUpdate)
 	return s.post(k, t, t0, n, err)
 }
 
 func (s *session) updateIndex(t int, id int64) error {
-	t0 := s.pre(StmtUpdateIndex, t)
+	t0 := s.pre(stmtUpdateIndex, t)
 	n, err := s.tx.UpdateIndex(s.ctx, t, id)
-	return s.post(StmtUpdateIndex, t, t0, n, err)
+	return s.post(stmtUpdateIndex, t, t0, n, err)
 }
 
 func (s *session) updateNonIndex(t int, id int64) error {
 	c := s.randC()
-	t0 := s.pre(StmtUpdateNonIndex, t)
+	t0 := s.pre(stmtUpdateNonIndex, t)
 	n, err := s.tx.UpdateNonIndex(s.ctx, t, id, c)
-	return s.post(StmtUpdateNonIndex, t, t0, n, err)
+	return s.post(stmtUpdateNonIndex, t, t0, n, err)
 }
 
 func (s *session) delete(t int, id int64) error {
-	t0 := s.pre(StmtDelete, t)
+	t0 := s.pre(stmtDelete, t)
 	n, err := s.tx.Delete(s.ctx, t, id)
-	return s.post(StmtDelete, t, t0, n, err)
+	return s.post(stmtDelete, t, t0, n, err)
 }
 
 func (s *session) insert(t int, id, k int64) error {
 	c, pad := s.randC(), s.randPad()
-	t0 := s.pre(StmtInsert, t)
+	t0 := s.pre(stmtInsert, t)
 	err := s.tx.Insert(s.ctx, t, id, k, c, pad)
-	return s.post(StmtInsert, t, t0, 1, err)
+	return s.post(stmtInsert, t, t0, 1, err)
 }
 
 func (s *session) insertAuto(t int, k int64) (int64, error) {
 	c, pad := s.randC(), s.randPad()
-	t0 := s.pre(StmtInsertAuto, t)
+	t0 := s.pre(stmtInsertAuto, t)
 	id, err := s.tx.InsertAuto(s.ctx, t, k, c, pad)
-	return id, s.post(StmtInsertAuto, t, t0, 1, err)
+	return id, s.post(stmtInsertAuto, t, t0, 1, err)
 }

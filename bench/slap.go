@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/flagval"
 	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
@@ -25,8 +26,8 @@ const (
 	LoadRead   LoadType = "read"   // SELECT every row (full scan)
 )
 
-// LoadTypes lists every load type.
-var LoadTypes = []LoadType{LoadMixed, LoadUpdate, LoadWrite, LoadKey, LoadRead}
+// loadTypes lists every load type.
+var loadTypes = []LoadType{LoadMixed, LoadUpdate, LoadWrite, LoadKey, LoadRead}
 
 // Defaults of SlapOptions: the mysqlslap run that made InnoDB's deadlock
 // search give up, -i10 -c200 then -c500, blackhole/MyISAM/InnoDB (none/table/point, and range), mixed.
@@ -36,15 +37,15 @@ const (
 	DefaultSlapTableSize  = 100 // mysqlslap's --auto-generate-sql-write-number
 )
 
-// DefaultSlapConcurrency is that run's client counts (mysqlslap -c).
-var DefaultSlapConcurrency = []int{200, 500}
+// defaultSlapConcurrency is that run's client counts (mysqlslap -c).
+var defaultSlapConcurrency = []int{200, 500}
 
 // SlapOptions configure a mysqlslap-style run: for each lock kind and
 // concurrency, Iterations times: a fresh table, Concurrency clients each
 // running NumberOfQueries/Concurrency autocommit statements, timed from
 // the first to the last.
 type SlapOptions struct {
-	// Concurrency lists the client counts. Default: DefaultSlapConcurrency (200, 500).
+	// Concurrency lists the client counts. Default: 200, 500.
 	Concurrency []int
 	// Iterations runs each (lock, concurrency) this many times. Default:
 	// DefaultSlapIterations (10).
@@ -75,7 +76,7 @@ type SlapOptions struct {
 // EnsureDefaults fills zero fields with their defaults.
 func (o *SlapOptions) EnsureDefaults() {
 	if len(o.Concurrency) == 0 {
-		o.Concurrency = append([]int(nil), DefaultSlapConcurrency...)
+		o.Concurrency = append([]int(nil), defaultSlapConcurrency...)
 	}
 	if o.Iterations == 0 {
 		o.Iterations = DefaultSlapIterations
@@ -121,7 +122,7 @@ func (o *SlapOptions) Validate() error {
 func (o SlapOptions) String() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "--concurrency=%s --iterations=%d --lock=%s --load-type=%s --autoinc-mode=%d --number-of-queries=%d --table-size=%d --cf-layout=%s --storage=%s",
-		JoinInts(o.Concurrency), o.Iterations, JoinLocks(o.Locks), o.LoadType, o.AutoIncMode, o.NumberOfQueries, o.TableSize, o.Layout, o.Storage)
+		flagval.Join(o.Concurrency), o.Iterations, flagval.Join(o.Locks), o.LoadType, o.AutoIncMode, o.NumberOfQueries, o.TableSize, o.Layout, o.Storage)
 	if o.Dir != "" {
 		fmt.Fprintf(&sb, " --dir=%s", o.Dir)
 	}
@@ -132,7 +133,7 @@ func (o SlapOptions) String() string {
 
 // Valid reports whether t is a known load type.
 func (t LoadType) Valid() bool {
-	for _, k := range LoadTypes {
+	for _, k := range loadTypes {
 		if t == k {
 			return true
 		}
@@ -379,7 +380,7 @@ func slapStatement(s *session, kind LoadType, id int64) (int64, error) {
 	case LoadKey:
 		err = s.pointSelect(1, id)
 	case LoadRead:
-		err = s.rangeSelect(StmtFullScan, 1, 1, fullScanEnd, false)
+		err = s.rangeSelect(stmtFullScan, 1, 1, fullScanEnd, false)
 	}
 	if err == nil {
 		err = s.commit(false)
@@ -419,7 +420,7 @@ func WriteSlapReport(w io.Writer, rs []*SlapResult) {
 		}
 		if len(r.Digests) > 0 {
 			fmt.Fprintf(w, "\tDigest statistics:\n")
-			WriteDigestStats(w, r.Digests)
+			writeDigestStats(w, r.Digests)
 		}
 		fmt.Fprintln(w)
 	}

@@ -23,13 +23,13 @@ func TestSlapAccounting(t *testing.T) {
 	o.setup = func(db *fakeDB) {
 		db.det = DeadlockStats{Trips: 3, Deferred: 3}
 		db.detGrowth = DeadlockStats{Trips: 2, Deferred: 2}
-		db.fault = func(k StmtKind, n int) error {
+		db.fault = func(k stmtKind, n int) error {
 			switch {
-			case k == StmtInsertAuto && n%5 == 0:
+			case k == stmtInsertAuto && n%5 == 0:
 				return &txnlock.LockError{Op: "lock", Err: &txnlock.DeadlockError{Victim: 1}}
-			case k == StmtInsertAuto && n%7 == 0:
+			case k == stmtInsertAuto && n%7 == 0:
 				return &txnlock.LockError{Op: "lock", Err: &txnlock.DeadlockError{Victim: 1, LimitExceeded: true, Limit: "depth"}}
-			case k == StmtSimpleRange && n%3 == 0: // the fake records scans as ranges
+			case k == stmtSimpleRange && n%3 == 0: // the fake records scans as ranges
 				return &txnlock.LockError{Op: "lock", Err: txnlock.ErrLockTimeout}
 			}
 			return nil
@@ -118,7 +118,7 @@ func TestSlapAutoIncGaps(t *testing.T) {
 // TestSlapLoadTypes: each load type runs its statement, and the total is
 // split across the clients.
 func TestSlapLoadTypes(t *testing.T) {
-	for lt, kind := range map[LoadType]StmtKind{LoadUpdate: StmtUpdateIndex, LoadWrite: StmtInsertAuto, LoadKey: StmtPointSelect, LoadRead: StmtFullScan} {
+	for lt, kind := range map[LoadType]stmtKind{LoadUpdate: stmtUpdateIndex, LoadWrite: stmtInsertAuto, LoadKey: stmtPointSelect, LoadRead: stmtFullScan} {
 		var o fakeOpener
 		var dbs []*fakeDB
 		o.setup = func(db *fakeDB) { dbs = append(dbs, db) }
@@ -131,8 +131,8 @@ func TestSlapLoadTypes(t *testing.T) {
 		assert.Equal(t, 14, rs[1].QueriesPerClient)
 		for _, db := range dbs[:2] {
 			kindCalls := db.mu.calls[kind]
-			if kind == StmtFullScan {
-				kindCalls = db.mu.calls[StmtSimpleRange] // the fake records scans as ranges
+			if kind == stmtFullScan {
+				kindCalls = db.mu.calls[stmtSimpleRange] // the fake records scans as ranges
 			}
 			assert.Equal(t, 99, kindCalls, lt)
 		}

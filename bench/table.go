@@ -28,8 +28,8 @@ const (
 	LockNone    = sbtest.LockNone
 )
 
-// LockKinds lists every lock kind, in the order reports use.
-var LockKinds = []LockKind{LockPoint, LockRange, LockPointSK, LockTable, LockNone}
+// lockKinds lists every lock kind, in the order reports use.
+var lockKinds = []LockKind{LockPoint, LockRange, LockPointSK, LockTable, LockNone}
 
 // Layout says how tables and indexes map to column families: "shared" (one
 // column family), "per-table" or "per-index" (MyRocks' make-4-cfs.sql).
@@ -43,8 +43,8 @@ const (
 	LayoutPerIndex = sbtest.LayoutPerIndex
 )
 
-// Layouts lists every layout.
-var Layouts = []Layout{LayoutShared, LayoutPerTable, LayoutPerIndex}
+// layouts lists every layout.
+var layouts = []Layout{LayoutShared, LayoutPerTable, LayoutPerIndex}
 
 // Storage says where the table lives: "mem" (Pebble on an in-memory file
 // system, like MyRocks' /dev/shm datadir) or "disk".

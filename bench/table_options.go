@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/flagval"
 	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
@@ -64,7 +65,7 @@ func (o *TableOptions) check(p *optcheck.Problems) {
 	if o.TableSize < 1 {
 		p.Addf("table-size %d: must be at least 1", o.TableSize)
 	}
-	if !slices.Contains(Layouts, o.Layout) {
+	if !slices.Contains(layouts, o.Layout) {
 		p.Addf("unknown cf-layout %q (want shared, per-table or per-index)", o.Layout)
 	}
 	if o.Storage != StorageMem && o.Storage != StorageDisk {
@@ -149,8 +150,8 @@ func validateLocks(p *optcheck.Problems, locks []LockKind) {
 	}
 	seen := map[LockKind]bool{}
 	for _, l := range locks {
-		if !slices.Contains(LockKinds, l) {
-			p.Addf("unknown lock kind %q (want %s)", l, JoinLocks(LockKinds))
+		if !slices.Contains(lockKinds, l) {
+			p.Addf("unknown lock kind %q (want %s)", l, flagval.Join(lockKinds))
 		} else if seen[l] {
 			p.Addf("lock kind %q listed twice", l)
 		}

@@ -20,12 +20,12 @@ const (
 	OLTPPointSelect Workload = "oltp_point_select"
 )
 
-// Workloads lists every workload.
-var Workloads = []Workload{OLTPWriteOnly, OLTPUpdateNonIndex, OLTPReadWrite, OLTPPointSelect}
+// workloads lists every workload.
+var workloads = []Workload{OLTPWriteOnly, OLTPUpdateNonIndex, OLTPReadWrite, OLTPPointSelect}
 
 // Valid reports whether w is a known workload.
 func (w Workload) Valid() bool {
-	for _, k := range Workloads {
+	for _, k := range workloads {
 		if w == k {
 			return true
 		}
@@ -94,7 +94,7 @@ func (s *session) reads14() error {
 			return err
 		}
 	}
-	for _, k := range []StmtKind{StmtSimpleRange, StmtSumRange, StmtOrderRange, StmtDistinctRange} {
+	for _, k := range []stmtKind{stmtSimpleRange, stmtSumRange, stmtOrderRange, stmtDistinctRange} {
 		t, lo := s.table(), s.id()
 		if err := s.rangeSelect(k, t, lo, lo+rangeSize-1, false); err != nil {
 			return err

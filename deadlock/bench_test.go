@@ -113,7 +113,7 @@ func mustLock(b *testing.B, m *pointlock.Manager, txn txnlock.TxnID, key string)
 // BenchmarkHotKey: 1,000 goroutines take turns locking one key
 // exclusively, so about 1,000 are queued at any time. The variants run side
 // by side; compare their locks/s: off (no detector), seam-only (a detector
-// in Mode Off: what the manager's side of the seam costs), on-block (the
+// with Detection Off: what the manager's side of the seam costs), on-block (the
 // default) and background.
 func BenchmarkHotKey(b *testing.B) {
 	const goroutines = 1000
@@ -122,9 +122,9 @@ func BenchmarkHotKey(b *testing.B) {
 		det  func() (*Detector, error)
 	}{
 		{"detect=off", func() (*Detector, error) { return nil, nil }},
-		{"detect=seam-only", func() (*Detector, error) { return New(Options{Mode: Off}) }},
+		{"detect=seam-only", func() (*Detector, error) { return New(Options{Detection: Off}) }},
 		{"detect=on-block", func() (*Detector, error) { return New(Options{}) }},
-		{"detect=background", func() (*Detector, error) { return New(Options{Mode: Background}) }},
+		{"detect=background", func() (*Detector, error) { return New(Options{Detection: Background}) }},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			det, err := tc.det()

@@ -47,7 +47,7 @@ type core struct {
 	// searches from each (checkSuspects).
 	suspects []txnlock.TxnID
 	// passWanted asks the background goroutine for a full pass (a search
-	// was deferred, or a wait began in Background mode).
+	// was deferred, or a wait began with Background detection).
 	passWanted bool
 
 	// testingOnBreak, if set, sees every cycle the moment it is broken,

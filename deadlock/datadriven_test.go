@@ -21,7 +21,7 @@ import (
 //
 // Commands:
 //
-//	new [mode=..] [depth=N] [steps=N] [time=D] [breaker=defer|assume]
+//	new [detection=on-block|background|off] [depth=N] [steps=N] [time=D] [breaker=defer|assume]
 //	    [victim=requester|youngest|fewest-locks|priority] [prio=(1:5,..)]
 //	    [history=N] [tick=D]
 //	block txn=T res=R [key=K] [mode=S|X] [cf=N] [locks=N] [w=NAME]
@@ -338,10 +338,10 @@ func (s *scenario) printChange(out *strings.Builder, before Stats) {
 
 func (s *scenario) cmdNew(t *testing.T, d *datadriven.TestData) {
 	var o Options
-	if d.HasArg("mode") {
+	if d.HasArg("detection") {
 		var m string
-		d.ScanArgs(t, "mode", &m)
-		o.Mode = map[string]Mode{"on-block": OnBlock, "background": Background, "off": Off}[m]
+		d.ScanArgs(t, "detection", &m)
+		o.Detection = map[string]Detection{"on-block": OnBlock, "background": Background, "off": Off}[m]
 	}
 	d.MaybeScanArgs(t, "depth", &o.MaxDepth)
 	d.MaybeScanArgs(t, "steps", &o.MaxSteps)

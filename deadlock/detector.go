@@ -61,7 +61,7 @@ type Detector struct {
 var _ txnlock.Detector = (*Detector)(nil)
 
 // New returns a Detector, and starts its background goroutine unless
-// opts.Mode is Off. Close stops it.
+// opts.Detection is Off. Close stops it.
 func New(opts Options) (*Detector, error) {
 	return newDetector(opts, true)
 }
@@ -79,7 +79,7 @@ func newDetector(opts Options, goroutine bool) (*Detector, error) {
 	}
 	d.mu.c = newCore(opts)
 	d.dorm = d.mu.c.g.dorm
-	if goroutine && opts.Mode != Off {
+	if goroutine && opts.Detection != Off {
 		go d.run()
 	} else {
 		close(d.done)
@@ -102,7 +102,7 @@ func (d *Detector) Stamp() uint64 { return d.stamps.Add(1) }
 // the wait needs a Check (txnlock.Detector). A closed detector refuses the
 // wait: it fails the waiter with txnlock.ErrClosed.
 func (d *Detector) Block(e txnlock.WaitEdge) bool {
-	if d.opts.Mode == Off {
+	if d.opts.Detection == Off {
 		return false
 	}
 	if d.closed.Load() {
@@ -124,7 +124,7 @@ func (d *Detector) Block(e txnlock.WaitEdge) bool {
 // Unblock forgets w's wait; a no-op if the detector does not know it
 // (txnlock.Detector).
 func (d *Detector) Unblock(w txnlock.Waiter) {
-	if d.opts.Mode == Off || d.dorm.unpark(w) {
+	if d.opts.Detection == Off || d.dorm.unpark(w) {
 		return
 	}
 	d.mu.Lock()
@@ -134,7 +134,7 @@ func (d *Detector) Unblock(w txnlock.Waiter) {
 
 // SetBlockers replaces the blockers of r (txnlock.Detector).
 func (d *Detector) SetBlockers(r txnlock.ResourceID, blockers []txnlock.TxnID) {
-	if d.opts.Mode == Off {
+	if d.opts.Detection == Off {
 		return
 	}
 	d.mu.Lock()
@@ -147,7 +147,7 @@ func (d *Detector) SetBlockers(r txnlock.ResourceID, blockers []txnlock.TxnID) {
 
 // DropResource forgets r (txnlock.Detector).
 func (d *Detector) DropResource(r txnlock.ResourceID) {
-	if d.opts.Mode == Off {
+	if d.opts.Detection == Off {
 		return
 	}
 	d.mu.Lock()
@@ -155,10 +155,10 @@ func (d *Detector) DropResource(r txnlock.ResourceID) {
 	d.mu.Unlock()
 }
 
-// DetectDelay is Options.DetectDelay, or -1 (never check) in Off mode
+// DetectDelay is Options.DetectDelay, or -1 (never check) when Detection is Off
 // (txnlock.Detector).
 func (d *Detector) DetectDelay() time.Duration {
-	if d.opts.Mode == Off {
+	if d.opts.Detection == Off {
 		return -1
 	}
 	return d.opts.DetectDelay
@@ -168,7 +168,7 @@ func (d *Detector) DetectDelay() time.Duration {
 // background pass (Background). It returns the *txnlock.DeadlockError if
 // w must give up; other victims are failed here (txnlock.Detector).
 func (d *Detector) Check(w txnlock.Waiter) error {
-	switch d.opts.Mode {
+	switch d.opts.Detection {
 	case Off:
 		return nil
 	case Background:
@@ -249,7 +249,7 @@ func (d *Detector) Close() error {
 
 // run is the background goroutine. When woken it first searches from the
 // suspects (checkSuspects), then runs a full pass if one is wanted (a
-// deferred search, or a new wait in Background mode); every
+// deferred search, or a new wait with Background detection); every
 // BackgroundInterval it runs a full pass anyway. After a full pass no
 // other starts for passRestFactor times as long as it took (at most
 // BackgroundInterval), so that a busy graph, where every wait wakes it,

@@ -75,11 +75,11 @@ func TestBackgroundGoroutineDeferred(t *testing.T) {
 	require.Equal(t, 1, st.Waits)
 }
 
-// TestBackgroundGoroutinePeriodic: in Background mode with a manual clock,
+// TestBackgroundGoroutinePeriodic: with Background detection and a manual clock,
 // a cycle recorded without any Check is broken when the interval passes.
 func TestBackgroundGoroutinePeriodic(t *testing.T) {
 	clock := manualclock.New()
-	d, err := New(Options{Mode: Background, Clock: clock, BackgroundInterval: time.Second})
+	d, err := New(Options{Detection: Background, Clock: clock, BackgroundInterval: time.Second})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, d.Close()) }()
 	require.Equal(t, time.Duration(0), d.DetectDelay())
@@ -108,7 +108,7 @@ func TestCloseTwiceAndOff(t *testing.T) {
 	require.False(t, d.Block(txnlock.WaitEdge{Waiter: w3, Resource: d.NewResource()}))
 	require.ErrorIs(t, <-w3.failed, txnlock.ErrClosed)
 
-	off, err := New(Options{Mode: Off})
+	off, err := New(Options{Detection: Off})
 	require.NoError(t, err)
 	require.Equal(t, time.Duration(-1), off.DetectDelay())
 	_, w2 = twoCycle(off)

@@ -56,7 +56,7 @@
 // mark. Each node is expanded at most once per search: a search is linear
 // in the part of the graph reachable from its start.
 //
-// # The life of a Check (Mode OnBlock, the default)
+// # The life of a Check (Detection OnBlock, the default)
 //
 //	manager (its lock held)         waiter (no manager lock), Waiter.Wait
 //	  queue the waiter,               (sleep DetectDelay first, if set)
@@ -136,8 +136,8 @@
 //
 // # The background pass
 //
-// A goroutine (started by New unless Mode is Off; stopped by Close) runs a
-// pass when a search was deferred, on every Check in Mode Background, and
+// A goroutine (started by New unless Detection is Off; stopped by Close) runs a
+// pass when a search was deferred, on every Check with Detection Background, and
 // every BackgroundInterval. A pass copies the graph under the mutex, then
 // searches the copy with the mutex released: a depth-first forest over
 // every waiting transaction, iterative and linear. Each cycle found is

@@ -234,7 +234,7 @@ func TestPointRandomized(t *testing.T) {
 		{"on-block-fewest-locks", Options{Victim: VictimFewestLocks}},
 		{"on-block-depth-1", Options{MaxDepth: 1}},
 		{"assume-depth-2", Options{MaxDepth: 2, Breaker: AssumeDeadlock}},
-		{"background", Options{Mode: Background}},
+		{"background", Options{Detection: Background}},
 		{"delay", Options{DetectDelay: 50 * time.Microsecond}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -257,7 +257,7 @@ func runRandomized(t *testing.T, opts Options, seed uint64) {
 		ops    = 4
 	)
 	ref := &refState{holds: map[txnlock.TxnID]map[string]txnlock.Mode{}, waiting: map[txnlock.TxnID]txnlock.Request{}}
-	if opts.Mode == OnBlock && opts.MaxDepth == 0 {
+	if opts.Detection == OnBlock && opts.MaxDepth == 0 {
 		// No safety net: a cycle the on-block checks miss must show as a
 		// stuck run, not end a second later in the periodic pass.
 		opts.BackgroundInterval = time.Hour

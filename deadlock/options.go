@@ -9,14 +9,14 @@ import (
 	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
-// Mode says when the detector looks for cycles.
-type Mode uint8
+// Detection says when the detector looks for cycles.
+type Detection uint8
 
 const (
 	// OnBlock searches from every new waiter before it sleeps, on the live
 	// graph, within the breaker's limits. Cycles are found at once and the
 	// requester learns of its own deadlock without ever sleeping.
-	OnBlock Mode = iota
+	OnBlock Detection = iota
 	// Background leaves new waiters alone and lets a goroutine search a
 	// snapshot of the graph, woken by new waits and every
 	// BackgroundInterval. Cheapest on the blocking path; deadlocks live a
@@ -26,7 +26,7 @@ const (
 	Off
 )
 
-func (m Mode) String() string {
+func (m Detection) String() string {
 	switch m {
 	case OnBlock:
 		return "on-block"
@@ -35,7 +35,7 @@ func (m Mode) String() string {
 	case Off:
 		return "off"
 	}
-	return fmt.Sprintf("Mode(%d)", uint8(m))
+	return fmt.Sprintf("Detection(%d)", uint8(m))
 }
 
 // Breaker says what an on-block search that hits a limit decides.
@@ -119,8 +119,8 @@ const timeCheckEvery = 1024
 
 // Options configure a Detector. The zero Options are the defaults.
 type Options struct {
-	// Mode says when cycles are searched. Default: OnBlock.
-	Mode Mode
+	// Detection says when cycles are searched. Default: OnBlock.
+	Detection Detection
 	// MaxDepth bounds the length of the path an on-block search follows,
 	// in transactions. Default: DefaultMaxDepth (200).
 	MaxDepth int
@@ -155,7 +155,7 @@ type Options struct {
 	// Default: 0 (report and check at once, as InnoDB and RocksDB do).
 	DetectDelay time.Duration
 	// BackgroundInterval is the period of the background pass, which
-	// searches the whole graph, in OnBlock mode too (a safety net: cycles
+	// searches the whole graph, with OnBlock detection too (a safety net: cycles
 	// that no Check sees are searched as suspects at once, see the
 	// package doc). Default: DefaultBackgroundInterval (1s).
 	BackgroundInterval time.Duration
@@ -189,8 +189,8 @@ func (o *Options) EnsureDefaults() {
 // mean the defaults that EnsureDefaults fills in.
 func (o *Options) Validate() error {
 	var p optcheck.Problems
-	if o.Mode > Off {
-		p.Addf("unknown Mode %v", o.Mode)
+	if o.Detection > Off {
+		p.Addf("unknown Detection %v", o.Detection)
 	}
 	if o.MaxDepth < 0 {
 		p.Addf("MaxDepth %d is negative", o.MaxDepth)
@@ -225,8 +225,8 @@ func (o *Options) Validate() error {
 // String renders the options on one line.
 func (o Options) String() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "mode=%v max_depth=%d max_steps=%d max_search_time=%v breaker=%v victim=%v",
-		o.Mode, o.MaxDepth, o.MaxSteps, o.MaxSearchTime, o.Breaker, o.Victim)
+	fmt.Fprintf(&sb, "detection=%v max_depth=%d max_steps=%d max_search_time=%v breaker=%v victim=%v",
+		o.Detection, o.MaxDepth, o.MaxSteps, o.MaxSearchTime, o.Breaker, o.Victim)
 	fmt.Fprintf(&sb, " priority=%t history_size=%d on_deadlock=%t detect_delay=%v background_interval=%v",
 		o.Priority != nil, o.HistorySize, o.OnDeadlock != nil, o.DetectDelay, o.BackgroundInterval)
 	return sb.String()

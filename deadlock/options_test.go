@@ -14,7 +14,7 @@ func TestOptionsDefaults(t *testing.T) {
 	require.NoError(t, o.Validate(), "the zero Options are valid: they mean the defaults")
 	o.EnsureDefaults()
 	require.NoError(t, o.Validate())
-	require.Equal(t, "mode=on-block max_depth=200 max_steps=1000000 max_search_time=1ms breaker=defer victim=requester priority=false history_size=16 on_deadlock=false detect_delay=0s background_interval=1s", o.String())
+	require.Equal(t, "detection=on-block max_depth=200 max_steps=1000000 max_search_time=1ms breaker=defer victim=requester priority=false history_size=16 on_deadlock=false detect_delay=0s background_interval=1s", o.String())
 	require.Equal(t, txnlock.SystemClock{}, o.Clock)
 }
 
@@ -22,7 +22,7 @@ func TestOptionsDefaults(t *testing.T) {
 // field, and New refuses the options with the same error.
 func TestOptionsValidateNamesEveryProblem(t *testing.T) {
 	o := Options{
-		Mode:               Mode(7),
+		Detection:          Detection(7),
 		MaxDepth:           -1,
 		MaxSteps:           -5,
 		MaxSearchTime:      -time.Millisecond,
@@ -37,7 +37,7 @@ func TestOptionsValidateNamesEveryProblem(t *testing.T) {
 	var oe *txnlock.OptionsError
 	require.True(t, errors.As(err, &oe))
 	require.Equal(t, []string{
-		"unknown Mode Mode(7)",
+		"unknown Detection Detection(7)",
 		"MaxDepth -1 is negative",
 		"MaxSteps -5 is negative",
 		"MaxSearchTime -1ms is negative",

@@ -47,7 +47,7 @@ func (w *recyclableWaiter) Active() bool { return w.waiting.Load() }
 // the re-check against the live graph must see that the wait is gone
 // without calling the recycled waiter, and must fail no one.
 func TestSnapshotNamesRecycledWaiter(t *testing.T) {
-	d, err := newDetector(Options{Mode: Background}, false)
+	d, err := newDetector(Options{Detection: Background}, false)
 	require.NoError(t, err)
 	defer d.Close()
 	w1, w2 := newRecyclable(t, 1), newRecyclable(t, 2)
@@ -93,9 +93,9 @@ func (w *lockCheckingWaiter) Fail(err error) bool {
 // TestVictimFailedUnderMutex: on-block and background, a victim other than
 // the requester is failed while the detector's mutex is held.
 func TestVictimFailedUnderMutex(t *testing.T) {
-	for _, mode := range []Mode{OnBlock, Background} {
-		t.Run(mode.String(), func(t *testing.T) {
-			d, err := newDetector(Options{Mode: mode, Victim: VictimYoungest}, false)
+	for _, det := range []Detection{OnBlock, Background} {
+		t.Run(det.String(), func(t *testing.T) {
+			d, err := newDetector(Options{Detection: det, Victim: VictimYoungest}, false)
 			require.NoError(t, err)
 			defer d.Close()
 			old := &lockCheckingWaiter{recyclableWaiter: recyclableWaiter{t: t, txn: 1}, d: d}
@@ -107,7 +107,7 @@ func TestVictimFailedUnderMutex(t *testing.T) {
 			d.SetBlockers(b, []txnlock.TxnID{2})
 			d.Block(txnlock.WaitEdge{Waiter: young, Resource: a})
 			require.True(t, d.Block(txnlock.WaitEdge{Waiter: old, Resource: b}))
-			if mode == OnBlock {
+			if det == OnBlock {
 				require.NoError(t, d.Check(old), "the requester is not the victim")
 			} else {
 				d.backgroundPass()

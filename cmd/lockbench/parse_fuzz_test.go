@@ -1,4 +1,4 @@
-package bench
+package main
 
 import (
 	"strings"
@@ -14,14 +14,14 @@ func FuzzParseDelayRule(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		r, err := ParseDelayRule(s)
+		r, err := parseDelayRule(s)
 		if err != nil {
 			return
 		}
 		if r.Delay < 0 || strings.TrimSpace(r.Digest) == "" {
 			t.Fatalf("%q: accepted %+v", s, r)
 		}
-		r2, err := ParseDelayRule(r.String())
+		r2, err := parseDelayRule(r.String())
 		if err != nil {
 			t.Fatalf("%q: rendered %q does not parse: %v", s, r.String(), err)
 		}
