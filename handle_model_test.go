@@ -224,7 +224,7 @@ type refSavepoint struct {
 func TestTxnRecordModel(t *testing.T) {
 	const txn = 9
 	ctx := context.Background()
-	for round := range uint64(60) {
+	for round := range uint64(30) {
 		rng := rand.New(rand.NewPCG(round, 11))
 		u := universe{letters: []int{3, 8, 24}[round%3]}
 		mgrs := []*fakeManager{newFakeManager(), newFakeManager()}
