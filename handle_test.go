@@ -193,12 +193,41 @@ func TestTxnReleaseRacesGrant(t *testing.T) {
 	s := newStack(t)
 	h := txnlock.NewTxn(1)
 	lockEverywhere(t, s, h, "a")
-	g := &grantThenStall{Manager: s.p1, granted: make(chan struct{})}
+	fresh, err := pointlock.New(pointlock.Options{})
+	require.NoError(t, err)
+	defer fresh.Close()
+	g := &grantThenStall{Manager: fresh, granted: make(chan struct{})}
 	done := lockAsync(h, g, txnlock.Request{Range: pt("z"), Mode: txnlock.Exclusive})
 	<-g.granted
-	require.True(t, s.holds(1))
+	require.Len(t, fresh.Status().Locks, 1)
 	require.NoError(t, h.Release()) // cancels the context, waits for the call
 	require.ErrorIs(t, <-done, txnlock.ErrTxnReleased)
+	require.Empty(t, fresh.Status().Locks)
+	s.requireEmpty(t)
+}
+
+// An Unlock that overlaps a waiting upgrade of the same handle moves the
+// upgraded point in the record: the upgrade lands on the right point.
+func TestTxnLockOverlappingUnlock(t *testing.T) {
+	s := newStack(t)
+	ctx := context.Background()
+	h, other := txnlock.NewTxn(1), txnlock.NewTxn(2)
+	S, X := txnlock.Shared, txnlock.Exclusive
+	require.NoError(t, h.Lock(ctx, s.p1, txnlock.Request{Range: pt("a"), Mode: S}))
+	require.NoError(t, h.Lock(ctx, s.p1, txnlock.Request{Range: pt("k"), Mode: S}))
+	require.NoError(t, other.Lock(ctx, s.p1, txnlock.Request{Range: pt("k"), Mode: S}))
+	done := lockAsync(h, s.p1, txnlock.Request{Range: pt("k"), Mode: X})
+	require.Equal(t, txnlock.TxnID(1), <-s.det.blocked)
+	require.NoError(t, h.Unlock(s.p1, 0, pt("a")))
+	require.NoError(t, other.Release())
+	require.NoError(t, <-done)
+	var held []string
+	h.Locks(func(m txnlock.Manager, l txnlock.LockRef) bool {
+		held = append(held, l.String())
+		return true
+	})
+	require.Equal(t, []string{"cf 0 [k] X"}, held)
+	require.NoError(t, h.Release())
 	s.requireEmpty(t)
 }
 
