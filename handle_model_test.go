@@ -83,7 +83,10 @@ func (f *fakeManager) Close() error                                { return nil 
 // Every range the test builds has its ends at letters or infinite, so it
 // holds an atom wholly or not at all, and a set of atoms (a bit mask) is
 // exactly a set of keys. rep(i) is a key of atom i.
-type universe struct{ letters int }
+type universe struct {
+	letters int
+	points  int // in 8ths: how often randomRange returns a point
+}
 
 func (u universe) atoms() int { return 2*u.letters + 1 }
 
@@ -110,11 +113,11 @@ func (u universe) atomsOf(r txnlock.Range) uint64 {
 	return a
 }
 
-// randomRange returns a point (half the time) or a range with ends at
+// randomRange returns a point (u.points in 8) or a range with ends at
 // letters or infinite.
 func (u universe) randomRange(rng *rand.Rand) txnlock.Range {
 	letter := func() []byte { return []byte{byte('a' + rng.IntN(u.letters))} }
-	if rng.IntN(2) == 0 {
+	if rng.IntN(8) < u.points {
 		return txnlock.Point(letter())
 	}
 	for {
@@ -226,7 +229,9 @@ func TestTxnRecordModel(t *testing.T) {
 	ctx := context.Background()
 	for round := range uint64(30) {
 		rng := rand.New(rand.NewPCG(round, 11))
-		u := universe{letters: []int{3, 8, 24}[round%3]}
+		// The large universe takes mostly points: a record indexes its
+		// points past 16.
+		u := universe{letters: []int{3, 8, 24}[round%3], points: []int{4, 4, 7}[round%3]}
 		mgrs := []*fakeManager{newFakeManager(), newFakeManager()}
 		h := txnlock.NewTxn(txn)
 		var ref refTxn

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
@@ -108,6 +109,21 @@ func lockEverywhere(t *testing.T, s *stack, h *txnlock.Txn, prefix string) {
 	require.NoError(t, h.Lock(ctx, s.rl, txnlock.Request{CF: 1, Range: pt(prefix + "5"), Mode: txnlock.Shared}))
 }
 
+// releaseSoon is h.Release, failing the test if it does not return within
+// 10s (it waits for the handle's Lock calls, whose waits it must end).
+func releaseSoon(t *testing.T, h *txnlock.Txn) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- h.Release() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(10 * time.Second):
+		t.Fatal("Release did not end the handle's lock wait")
+		return nil
+	}
+}
+
 // lockAsync runs h.Lock in a goroutine; the error comes on the channel.
 func lockAsync(h *txnlock.Txn, m txnlock.Manager, req txnlock.Request) <-chan error {
 	done := make(chan error, 1)
@@ -137,8 +153,8 @@ func TestTxnDeadlockVictimReleasesAll(t *testing.T) {
 			if twice {
 				require.NoError(t, victim.Release())
 			}
-			require.NoError(t, <-otherDone, "the survivor gets the victim's lock")
 			require.False(t, s.holds(1), "the victim left locks")
+			require.NoError(t, <-otherDone, "the survivor gets the victim's lock")
 			require.True(t, s.holds(2))
 			require.NoError(t, other.Release())
 			s.requireEmpty(t)
@@ -157,7 +173,7 @@ func TestTxnReleaseWhileWaiting(t *testing.T) {
 	require.Equal(t, txnlock.TxnID(1), <-s.det.blocked)
 	require.Len(t, s.p2.Status().Waits, 1)
 
-	require.NoError(t, h.Release())
+	require.NoError(t, releaseSoon(t, h))
 	err := <-done
 	require.ErrorIs(t, err, txnlock.ErrTxnReleased)
 	var le *txnlock.LockError
@@ -200,7 +216,7 @@ func TestTxnReleaseRacesGrant(t *testing.T) {
 	done := lockAsync(h, g, txnlock.Request{Range: pt("z"), Mode: txnlock.Exclusive})
 	<-g.granted
 	require.Len(t, fresh.Status().Locks, 1)
-	require.NoError(t, h.Release()) // cancels the context, waits for the call
+	require.NoError(t, releaseSoon(t, h)) // cancels the context, waits for the call
 	require.ErrorIs(t, <-done, txnlock.ErrTxnReleased)
 	require.Empty(t, fresh.Status().Locks)
 	s.requireEmpty(t)
@@ -275,7 +291,7 @@ func TestTxnSavepointRealManagers(t *testing.T) {
 	done := lockAsync(h, s.rl, lock2)
 	require.Equal(t, txnlock.TxnID(1), <-s.det.blocked)
 	require.Len(t, s.rl.Status().Waits, 1)
-	require.NoError(t, h.Release())
+	require.NoError(t, releaseSoon(t, h))
 	require.ErrorIs(t, <-done, txnlock.ErrTxnReleased)
 	require.ErrorIs(t, h.RollbackTo(sp), txnlock.ErrTxnReleased)
 	require.False(t, s.holds(1))
