@@ -78,12 +78,22 @@
 // the same keys are Equal. Every call that takes a range says which of its
 // ends are inclusive, in bracket notation: [start, end] or [start, end).
 //
-// # Transactions and column families
+// # Transaction ids and column families
 //
 // A TxnID names one transaction in every manager that shares a Detector; the
 // zero TxnID is invalid. A ColumnFamily is an independent key space inside a
 // manager; the default column family 0 always exists, others are added and
 // dropped with AddColumnFamily and DropColumnFamily.
+//
+// # Transactions
+//
+// A transaction that locks in several managers (rows in a pointlock, an
+// index in a rangelock) must call UnlockAll in each when it ends. A Txn
+// handle does it: it remembers every manager it locked in and what it
+// holds, sends no request a held lock covers, releases what was taken
+// after a Savepoint (RollbackTo), and ends the transaction everywhere with
+// one Release, which also fails a lock wait still in progress. pebbletxn
+// locks through one.
 //
 // # Errors
 //

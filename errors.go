@@ -48,6 +48,13 @@ var (
 	// ErrInvalidOptions: an Options.Validate failure; the error lists every
 	// problem.
 	ErrInvalidOptions = errors.New("txnlock: invalid options")
+	// ErrTxnReleased: a call on a Txn handle after its Release, or a Lock
+	// of the handle that was still waiting when Release was called.
+	ErrTxnReleased = errors.New("txnlock: transaction released")
+	// ErrInvalidSavepoint: Txn.RollbackTo of a savepoint taken before the
+	// handle's last RollbackTo, of another handle's savepoint, or of the
+	// zero Savepoint.
+	ErrInvalidSavepoint = errors.New("txnlock: invalid savepoint")
 )
 
 func invalidRange(why string) error { return fmt.Errorf("%w: %s", ErrInvalidRange, why) }

@@ -208,8 +208,8 @@ func (db *DB) Options() Options { return db.opts }
 func (db *DB) Pebble() *pebble.DB { return db.pdb }
 
 // Close rolls back every open transaction (their later calls fail with
-// ErrClosed, their locks are released) and makes every later call fail
-// with ErrClosed. It waits for commits in flight. It closes the Pebble DB
+// ErrClosed, a lock wait in progress too, and their locks are released)
+// and makes every later call fail with ErrClosed. It waits for commits in flight. It closes the Pebble DB
 // if Open opened it, never the manager. Closing twice returns ErrClosed.
 func (db *DB) Close() (err error) {
 	db.mu.Lock()
@@ -221,15 +221,17 @@ func (db *DB) Close() (err error) {
 	db.closedFlag.Store(true)
 	db.mu.Unlock()
 	db.txnMu.Lock()
-	open := make([]txnlock.TxnID, 0, len(db.txns))
-	for id := range db.txns {
-		open = append(open, id)
+	open := make([]*Txn, 0, len(db.txns))
+	for _, t := range db.txns {
+		open = append(open, t)
 	}
 	clear(db.txns)
 	db.txnMu.Unlock()
 	var errs []error
-	for _, id := range open {
-		if err := db.opts.Manager.UnlockAll(id); err != nil && !errors.Is(err, txnlock.ErrClosed) {
+	for _, t := range open {
+		// Release fails a lock wait in progress and leaves nothing held
+		// (a closed manager is not an error there).
+		if err := t.h.Release(); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -35,8 +35,10 @@ type Txn struct {
 	wo      *pebble.WriteOptions
 	state   txnState
 	batch   *pebble.Batch
-	locks   lockSet
-	keyBuf  []byte
+	// h is the transaction's handle in the manager: its record of the
+	// locks it holds (not sent again), released at the end.
+	h      *txnlock.Txn
+	keyBuf []byte
 }
 
 // Begin starts a transaction. opts may be nil. It fails with ErrClosed on a
@@ -52,6 +54,7 @@ func (db *DB) Begin(opts *TxnOptions) (_ *Txn, err error) {
 		return nil, err
 	}
 	t := &Txn{db: db, id: txnlock.TxnID(nextTxnID.Add(1)), timeout: o.LockTimeout}
+	t.h = txnlock.NewTxn(t.id)
 	if t.timeout == txnlock.DefaultTimeout {
 		t.timeout = db.opts.LockTimeout
 	}
@@ -87,7 +90,7 @@ func (t *Txn) ID() txnlock.TxnID { return t.id }
 // LockRequests is the number of lock requests this transaction sent to the
 // manager (granted or not). Locks already held in a covering mode are not
 // sent again and not counted.
-func (t *Txn) LockRequests() int { return t.locks.requests }
+func (t *Txn) LockRequests() int { return t.h.Requests() }
 
 // check fails calls on an ended transaction: ErrClosed if the DB is
 // closed (Close ended it, or will), else ErrTxnDone.
@@ -239,16 +242,15 @@ func (t *Txn) Commit() (err error) {
 // txnlock.ErrClosed once closed.
 func (t *Txn) confirmLocks() error {
 	req := txnlock.Request{Txn: t.id, Timeout: txnlock.NoWait}
-	switch s := &t.locks; {
-	case len(s.points) > 0:
-		p := s.points[0]
-		req.CF, req.Range, req.Mode = p.cf, txnlock.Point(p.key(s.keys)), p.mode
-	case len(s.ranges) > 0:
-		h := s.ranges[0]
-		req.CF, req.Range, req.Mode = h.cf, h.r, h.mode
-	default:
-		return nil
+	t.h.Locks(func(_ txnlock.Manager, l txnlock.LockRef) bool {
+		req.CF, req.Range, req.Mode = l.CF, l.Range, l.Mode
+		return false
+	})
+	if !req.Range.Valid() {
+		return nil // no lock held
 	}
+	// Sent to the manager directly: through the handle, a held lock is
+	// not sent again.
 	return t.db.opts.Manager.Lock(context.Background(), req)
 }
 
@@ -269,11 +271,8 @@ func (t *Txn) Rollback() error {
 // finish releases the locks and the batch of an ended transaction.
 func (t *Txn) finish() {
 	t.db.removeTxn(t)
-	if t.locks.requests > 0 {
-		// Errors: ErrClosed from a closed manager, which dropped the locks.
-		_ = t.db.opts.Manager.UnlockAll(t.id)
-	}
+	// Errors: only from a broken manager (a closed one holds nothing).
+	_ = t.h.Release()
 	_ = t.batch.Close()
 	t.batch = nil
-	t.locks = lockSet{requests: t.locks.requests} // drops the buffers
 }
