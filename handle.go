@@ -93,10 +93,11 @@ type Txn struct {
 	// UnlockAll are never called with mu held.
 	mu struct {
 		sync.Mutex
-		// released is set by the first Release; done is closed when it
-		// has finished.
-		released bool
-		done     chan struct{}
+		// released is set by the first Release, finished when it has
+		// ended; done, made by a Release that has to wait for the first
+		// one, is closed when it has.
+		released, finished bool
+		done               chan struct{}
 		// seq numbers the entries of the record in the order taken.
 		seq uint64
 		// rollbacks counts RollbackTo calls: a Savepoint is valid while
@@ -109,9 +110,11 @@ type Txn struct {
 		// requests counts the Lock requests sent to managers.
 		requests int
 		// recs is the record of each manager used, in first-use order;
-		// recs[0] is &first (no allocation for the first manager).
-		recs  []*record
-		first record
+		// recs[0] is &first (no allocation for the first manager), and
+		// recsBuf holds the first few pointers.
+		recs    []*record
+		recsBuf [2]*record
+		first   record
 		// waits are the contexts the handle's Lock calls wait under:
 		// each is a caller's context, cancelled by Release.
 		waits []*waitCtx
@@ -367,14 +370,27 @@ func (h *Txn) RollbackTo(sp Savepoint) error {
 func (h *Txn) Release() error {
 	h.mu.Lock()
 	if h.mu.released {
+		if h.mu.finished {
+			h.mu.Unlock()
+			return nil
+		}
+		if h.mu.done == nil {
+			h.mu.done = make(chan struct{})
+		}
 		done := h.mu.done
 		h.mu.Unlock()
 		<-done
 		return nil
 	}
 	h.mu.released = true
-	h.mu.done = make(chan struct{})
-	defer close(h.mu.done) // read under mu by later calls; never reassigned
+	defer func() {
+		h.mu.Lock()
+		h.mu.finished = true
+		if h.mu.done != nil {
+			close(h.mu.done)
+		}
+		h.mu.Unlock()
+	}()
 	for _, w := range h.mu.waits {
 		w.cancel(ErrTxnReleased)
 	}
@@ -395,6 +411,7 @@ func (h *Txn) Release() error {
 	}
 	h.mu.Lock()
 	h.mu.first = record{} // drops the keys and the index
+	h.mu.recsBuf = [2]*record{}
 	h.mu.Unlock()
 	if len(errs) > 0 {
 		return &LockError{Op: "release", Txn: h.id, Err: errors.Join(errs...)}
@@ -422,6 +439,9 @@ func (h *Txn) addRecordLocked(m Manager) *record {
 		rec = new(record)
 	}
 	rec.m = m
+	if h.mu.recs == nil {
+		h.mu.recs = h.mu.recsBuf[:0]
+	}
 	h.mu.recs = append(h.mu.recs, rec)
 	return rec
 }
