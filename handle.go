@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 )
 
 // Txn is one transaction's handle over the lock managers it uses:
@@ -118,7 +119,48 @@ type Txn struct {
 		// waits are the contexts the handle's Lock calls wait under:
 		// each is a caller's context, cancelled by Release.
 		waits []*waitCtx
+		// quiet is the wait of calls whose context is never done
+		// (quietCtx); quietDone is its Done channel, made by the first
+		// wait that asks for it, closed by Release.
+		quiet     waitCtx
+		quietDone chan struct{}
 	}
+
+	// quietCtx is quiet's context. Its parent is written under mu while
+	// no call uses it, and read by the calls that do.
+	quietCtx quietCtx
+	// releasing is mu.released, for quietCtx.Err without the mutex.
+	releasing atomic.Bool
+}
+
+// quietCtx is the context a Lock call waits under when the caller's
+// context is never done (its Done is nil, as context.Background's): the
+// caller's values, done when Release begins. It lives in the handle, so
+// such a call allocates nothing for it, and a Done channel only if it
+// waits.
+type quietCtx struct {
+	context.Context // the caller's
+	h               *Txn
+}
+
+func (c *quietCtx) Done() <-chan struct{} {
+	h := c.h
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.mu.quietDone == nil {
+		h.mu.quietDone = make(chan struct{})
+		if h.mu.released {
+			close(h.mu.quietDone)
+		}
+	}
+	return h.mu.quietDone
+}
+
+func (c *quietCtx) Err() error {
+	if c.h.releasing.Load() {
+		return context.Canceled
+	}
+	return nil
 }
 
 // waitCtx is the context a Lock call waits under: the caller's, with a
@@ -391,10 +433,14 @@ func (h *Txn) Release() error {
 		}
 		h.mu.Unlock()
 	}()
+	h.releasing.Store(true)
 	for _, w := range h.mu.waits {
 		w.cancel(ErrTxnReleased)
 	}
 	h.mu.waits = nil
+	if h.mu.quietDone != nil {
+		close(h.mu.quietDone)
+	}
 	h.mu.Unlock()
 
 	h.inflight.Wait()
@@ -451,6 +497,14 @@ func (h *Txn) addRecordLocked(m Manager) *record {
 // uses are cancelled and dropped: a handle keeps as many as it has
 // overlapping calls with different contexts, usually one.
 func (h *Txn) waitCtxLocked(parent context.Context) *waitCtx {
+	if q := &h.mu.quiet; parent.Done() == nil && (q.users == 0 || sameContext(q.parent, parent)) {
+		if q.users == 0 {
+			h.quietCtx = quietCtx{Context: parent, h: h}
+			q.parent, q.ctx = parent, &h.quietCtx
+		}
+		q.users++
+		return q
+	}
 	for _, w := range h.mu.waits {
 		if sameContext(w.parent, parent) {
 			w.users++
