@@ -1,7 +1,7 @@
-// Package keytable is the open-addressing hash table of locked keys shared
-// by pointlock and rangelock: a stripe's 64-bit key hash → entry map, with
-// entries that own (and, recycled, reuse) their key buffer, and the seeded
-// key hash both managers use.
+// Package keytable is the open-addressing hash table of locked keys behind
+// internal/locktable's Table (a stripe's 64-bit key hash → entry map, with
+// entries that own, and, recycled, reuse, their key buffer), and the
+// seeded key hash both managers use.
 //
 // An entry type E embeds Entry as its first field; Table[E] reads the key
 // through that header, so a probe compares keys without an indirect call
