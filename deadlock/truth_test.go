@@ -1,6 +1,7 @@
 package deadlock
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -38,10 +39,14 @@ import (
 //     Unblocked by its "goroutine". That goroutine may lag: a granted or
 //     failed waiter's Unblock, and a failed waiter's leaving its queue and
 //     rolling back, may run some steps later, as a goroutine that has not
-//     been scheduled yet would; meanwhile the detector still has the wait
-//     (inactive) and the transaction does nothing else.
+//     been scheduled yet would (also the requester's: its Check returned
+//     the error, and its Lock has yet to take the manager's lock to
+//     leave); meanwhile the detector still has the wait (inactive) and
+//     the transaction does nothing else.
 //
-// A step is one of: a transaction that neither waits nor lags requests a
+// A step is one of: a wait is cancelled (the waiter fails as on a
+// timeout or a cancelled context, and its transaction rolls back); a
+// transaction that neither waits nor lags requests a
 // random key of a random column family, Shared or Exclusive (covered,
 // granted, or queued and reported to the detector); such a transaction
 // commits (releases everything; its slot takes a new transaction id) or
@@ -66,6 +71,12 @@ import (
 //  2. after every step the true graph has no cycle: the on-block checks
 //     must have broken every cycle the step closed, at once.
 //
+// A waiter queued behind a failed waiter whose goroutine lags may
+// conflict with nothing but that waiter, which the core leaves in the
+// queue until its goroutine unlinks it and grants the queue again: it
+// then waits for that goroutine, and the truth says so (an edge to the
+// failed transaction, which waits for nothing).
+//
 // Besides: every queued active waiter truly waits for someone; the
 // detector's count of waits matches the waits reported and not yet
 // Unblocked (nor removed as victims); no search trips or is deferred.
@@ -81,6 +92,16 @@ import (
 // since a transaction waits in one place and stops waiting when granted;
 // the test counts them anyway.
 //
+// A finding: while a failed waiter's goroutine has yet to unlink it, a
+// waiter behind it that conflicts with no holder (Shared behind a failed
+// Exclusive request, on a key held Shared) waits for nothing but that
+// goroutine, yet the detector has it waiting for the key's holders, and
+// reports a cycle through it that is not there (TestTruthFailedWaiterAhead
+// pins the shortest script; it happens with the default Options too, the
+// failed waiter being a cancelled or timed-out request). So by default the
+// runs let only granted waiters' goroutines lag, and a failed waiter's
+// goroutine runs at once; -truth.lagfailed lets it lag too, and fails.
+//
 // Each run draws its shape (transactions, column families, keys, mix) from
 // its own seed. A failure prints the seed and the trace of steps; -seed N,
 // or DEADLOCK_TRUTH_SEED=N, replays that one run. -long runs many more.
@@ -92,6 +113,7 @@ func TestTruth(t *testing.T) {
 	if s, ok := truthSeedArg(t); ok {
 		runs = 1
 		cfg := truthConfigOf(s, steps)
+		cfg.lagFailed = *truthLagFailed
 		if err := runTruth(cfg); err != nil {
 			t.Fatalf("seed %d: %v", s, err)
 		}
@@ -104,6 +126,7 @@ func TestTruth(t *testing.T) {
 	for range runs {
 		s := rng.Uint64()
 		cfg := truthConfigOf(s, steps)
+		cfg.lagFailed = *truthLagFailed
 		cfg.totals = &tot
 		if err := runTruth(cfg); err != nil {
 			t.Fatalf("seed %d (replay: go test ./deadlock -run 'TestTruth$' -seed %d): %v", s, s, err)
@@ -111,6 +134,8 @@ func TestTruth(t *testing.T) {
 	}
 	t.Logf("%d runs × %d steps: %v", runs, steps, tot)
 }
+
+var truthLagFailed = flag.Bool("truth.lagfailed", false, "let TestTruth's failed waiters lag (fails today: see TestTruthFailedWaiterAhead)")
 
 var truthSeed = flag.Uint64("seed", 0, "replay one run of TestTruth with this seed (0: random runs; also DEADLOCK_TRUTH_SEED)")
 
@@ -166,9 +191,16 @@ type truthConfig struct {
 	pX              int // percent: Exclusive requests
 	pCommit         int // percent: commits among a free transaction's steps
 	pUnlock         int // percent: single unlocks among them
+	pCancel         int // percent: steps that cancel a random wait (its context)
 	pLag            int // percent: a waiter's goroutine lags after its wait ended
-	mutation        truthMutation
-	totals          *truthTotals
+	// lagFailed lets a failed waiter's goroutine lag too (with pLag), not
+	// only a granted one's: see TestTruthFailedWaiterAhead.
+	lagFailed bool
+	victim    Victim
+	// script, if set, replaces the random steps: one request per step.
+	script   []truthOp
+	mutation truthMutation
+	totals   *truthTotals
 }
 
 // truthConfigOf draws a run's shape from its seed.
@@ -183,23 +215,36 @@ func truthConfigOf(seed uint64, steps int) truthConfig {
 		pX:      20 + rng.IntN(61),
 		pCommit: 5 + rng.IntN(21),
 		pUnlock: rng.IntN(16),
+		pCancel: rng.IntN(5),
 		pLag:    rng.IntN(61),
+		// Half the runs the default: the requester, whose wait is the
+		// newest of any cycle it closes here, is always the victim. The
+		// others fail other members, maybe several per Check.
+		victim: [...]Victim{VictimRequester, VictimRequester, VictimYoungest, VictimFewestLocks}[rng.IntN(4)],
 	}
 }
 
 func (c truthConfig) String() string {
-	return fmt.Sprintf("txns=%d cfs=%d keys=%d x=%d%% commit=%d%% unlock=%d%% lag=%d%% steps=%d mutation=%v",
-		c.txns, c.cfs, c.keys, c.pX, c.pCommit, c.pUnlock, c.pLag, c.steps, c.mutation)
+	return fmt.Sprintf("txns=%d cfs=%d keys=%d x=%d%% commit=%d%% unlock=%d%% cancel=%d%% lag=%d%% victim=%v steps=%d mutation=%v",
+		c.txns, c.cfs, c.keys, c.pX, c.pCommit, c.pUnlock, c.pCancel, c.pLag, c.victim, c.steps, c.mutation)
+}
+
+// truthOp is a scripted request: slot's transaction asks key of cf in mode.
+type truthOp struct {
+	slot, cf, key int
+	mode          txnlock.Mode
 }
 
 // truthTotals sums what the runs did.
 type truthTotals struct {
-	steps, requests, waits, commits, unlocks, deadlocks, maxCycle, suspects int
+	steps, requests, waits, commits, unlocks, cancels, deadlocks, maxCycle, suspects int
+	otherVictims                                                                     int // victims other than the requester
+	severalCycles                                                                    int // Checks that broke more than one cycle
 }
 
 func (t truthTotals) String() string {
-	return fmt.Sprintf("steps=%d requests=%d waits=%d commits=%d unlocks=%d deadlocks=%d longest_cycle=%d suspects=%d",
-		t.steps, t.requests, t.waits, t.commits, t.unlocks, t.deadlocks, t.maxCycle, t.suspects)
+	return fmt.Sprintf("steps=%d requests=%d waits=%d commits=%d unlocks=%d cancels=%d deadlocks=%d other_victims=%d checks_breaking_several=%d longest_cycle=%d suspects=%d",
+		t.steps, t.requests, t.waits, t.commits, t.unlocks, t.cancels, t.deadlocks, t.otherVictims, t.severalCycles, t.maxCycle, t.suspects)
 }
 
 // truthSlot is one transaction at a time.
@@ -241,7 +286,7 @@ const truthTraceKeep = 60
 
 func runTruth(cfg truthConfig) (err error) {
 	clock := manualclock.New()
-	det, err := newDetector(Options{Clock: clock}, false)
+	det, err := newDetector(Options{Clock: clock, Victim: cfg.victim}, false)
 	if err != nil {
 		return err
 	}
@@ -293,8 +338,11 @@ func runTruth(cfg truthConfig) (err error) {
 		t.waits += s.tot.waits
 		t.commits += s.tot.commits
 		t.unlocks += s.tot.unlocks
+		t.cancels += s.tot.cancels
 		t.deadlocks += s.tot.deadlocks
 		t.suspects += s.tot.suspects
+		t.otherVictims += s.tot.otherVictims
+		t.severalCycles += s.tot.severalCycles
 		t.maxCycle = max(t.maxCycle, s.tot.maxCycle)
 	}
 	return nil
@@ -331,11 +379,20 @@ func modeName(m txnlock.Mode) string {
 
 // doStep makes one step.
 func (s *truthSched) doStep() error {
-	var free []*truthSlot
+	if s.cfg.script != nil {
+		op := s.cfg.script[s.step-1]
+		return s.request(s.slots[op.slot], op.cf, op.key, op.mode)
+	}
+	var free, waiting []*truthSlot
 	for _, sl := range s.slots {
 		if sl.wait == nil {
 			free = append(free, sl)
+		} else {
+			waiting = append(waiting, sl)
 		}
+	}
+	if len(waiting) > 0 && s.rng.IntN(100) < s.cfg.pCancel {
+		return s.cancel(waiting[s.rng.IntN(len(waiting))])
 	}
 	if len(free) == 0 {
 		return errors.New("every transaction waits, yet the previous step left no cycle")
@@ -361,6 +418,24 @@ func (s *truthSched) randMode() txnlock.Mode {
 		return txnlock.Exclusive
 	}
 	return txnlock.Shared
+}
+
+// cancel fails sl's wait as its cancelled context would (Waiter.Wait's
+// Fail), outside any manager lock; its goroutine then runs, or lags. A
+// cancelled request's transaction rolls back.
+func (s *truthSched) cancel(sl *truthSlot) error {
+	tw := sl.wait
+	if !tw.w.Fail(context.Canceled) {
+		return fmt.Errorf("t%d's wait had ended", sl.txn)
+	}
+	s.logf("t%d's wait is cancelled", sl.txn)
+	s.tot.cancels++
+	sl.wait, sl.lag = nil, tw
+	if s.rng.IntN(100) < s.cfg.pLag && s.cfg.lagFailed {
+		s.logf("  t%d's goroutine lags", sl.txn)
+		return nil
+	}
+	return s.runLagging(sl)
 }
 
 // unlock releases one lock of sl's transaction, chosen at random, as
@@ -447,14 +522,19 @@ func (s *truthSched) request(sl *truthSlot, cf, key int, mode txnlock.Mode) erro
 }
 
 // afterCheck checks the cycles the requester's Check broke against the
-// truth before it, then lets the victims go: the requester's goroutine at
-// once, the others' maybe later.
+// truth before it, then lets the victims' goroutines run, or lag.
 func (s *truthSched) afterCheck(req *truthSlot, before map[txnlock.TxnID][]txnlock.TxnID, deadlocks uint64) error {
 	if n := s.coreStats().Deadlocks - deadlocks; n != uint64(len(s.broken)) {
 		return fmt.Errorf("the detector counts %d deadlocks, %d were broken", n, len(s.broken))
 	}
 	victims := map[txnlock.TxnID]bool{}
+	if len(s.broken) > 1 {
+		s.tot.severalCycles++
+	}
 	for _, de := range s.broken {
+		if de.Victim != req.txn {
+			s.tot.otherVictims++
+		}
 		s.logf("  deadlock, victim t%d: %s", de.Victim, cycleString(de))
 		s.tot.deadlocks++
 		s.tot.maxCycle = max(s.tot.maxCycle, len(de.Cycle))
@@ -486,7 +566,7 @@ func (s *truthSched) afterCheck(req *truthSlot, before map[txnlock.TxnID][]txnlo
 		}
 		tw := sl.wait
 		sl.wait, sl.lag = nil, tw
-		if sl != req && s.rng.IntN(100) < s.cfg.pLag {
+		if s.rng.IntN(100) < s.cfg.pLag && s.cfg.lagFailed {
 			s.logf("  t%d's goroutine lags", sl.txn)
 			continue
 		}
@@ -664,7 +744,17 @@ func (s *truthSched) truth() (map[txnlock.TxnID][]txnlock.TxnID, error) {
 		}
 		to := tw.l.WaitsFor(nil, tw.w)
 		if len(to) == 0 {
-			return nil, fmt.Errorf("t%d is queued for %s but waits for nobody", sl.txn, tw.l.Key())
+			// Nothing it conflicts with is ahead or holds the key: it
+			// only waits for a failed waiter ahead to leave the queue,
+			// whose goroutine lags (the queue is granted again then).
+			for a := tw.w.Prev(); a != nil; a = a.Prev() {
+				if !a.Active() {
+					to = append(to, a.Txn())
+				}
+			}
+			if len(to) == 0 {
+				return nil, fmt.Errorf("t%d is queued for %s but waits for nobody", sl.txn, tw.l.Key())
+			}
 		}
 		g[sl.txn] = to
 	}
@@ -900,4 +990,36 @@ func TestTruthMutations(t *testing.T) {
 			t.Logf("caught after %d runs: %s", runs, msg[:strings.IndexByte(msg, '\n')])
 		})
 	}
+}
+
+// TestTruthFailedWaiterAhead is the shortest script found of a deadlock
+// reported that the truth does not have. Txn 3 waits Shared behind txn 2's
+// Exclusive request; txn 2 becomes a victim (of the cycle 1 → 2 → 1, the
+// youngest fails), and its goroutine has yet to unlink its waiter. Txn 3
+// now conflicts with nothing but that failed waiter, yet the detector
+// still has it waiting for the key's holders, txns 1 and 4 (Shared, like
+// txn 3). When txn 4 asks for a key txn 3 holds, the search closes 4 → 3
+// → 4, although txn 3 will be granted as soon as txn 2's goroutine leaves
+// the queue, whatever txn 4 does.
+func TestTruthFailedWaiterAhead(t *testing.T) {
+	const a, b, c = 0, 1, 2
+	S, X := txnlock.Shared, txnlock.Exclusive
+	cfg := truthConfig{
+		seed: 1, txns: 4, cfs: 1, keys: 3, pLag: 100, lagFailed: true, victim: VictimYoungest,
+		script: []truthOp{
+			{0, 0, a, S}, // t1 S a: granted
+			{3, 0, a, S}, // t4 S a: granted
+			{1, 0, b, X}, // t2 X b: granted
+			{2, 0, c, X}, // t3 X c: granted
+			{1, 0, a, X}, // t2 X a: waits for t1 t4
+			{2, 0, a, S}, // t3 S a: waits for t2
+			{0, 0, b, X}, // t1 X b: closes 1 → 2 → 1; victim t2, whose goroutine lags
+			{3, 0, c, X}, // t4 X c: waits for t3; the detector reports 4 → 3 → 4
+		},
+	}
+	cfg.steps = len(cfg.script)
+	err := runTruth(cfg)
+	require.Error(t, err)
+	t.Logf("%v", err)
+	require.Contains(t, err.Error(), "false deadlock: t3 does not truly wait for t4")
 }
