@@ -44,17 +44,17 @@ import (
 //     leave); meanwhile the detector still has the wait (inactive) and
 //     the transaction does nothing else.
 //
-// A step is one of: a wait is cancelled (the waiter fails as on a
-// timeout or a cancelled context, and its transaction rolls back); a
-// transaction that neither waits nor lags requests a
+// A step is one of: a transaction that neither waits nor lags requests a
 // random key of a random column family, Shared or Exclusive (covered,
 // granted, or queued and reported to the detector); such a transaction
 // commits (releases everything; its slot takes a new transaction id) or
-// releases one of its locks early (Unlock); or a
-// lagging goroutine runs. A victim, once its goroutine runs, leaves its
-// queue (the queue is granted again through Lock.Grants) and its
-// transaction rolls back (Holds.ReleaseAll, each Lock granted again). A
-// transaction waits in at most one place at a time.
+// releases one of its locks early (Unlock); a wait is cancelled (the
+// waiter fails, as on a timeout or a cancelled context, and its
+// transaction rolls back); or a lagging goroutine runs. A failed waiter,
+// once its goroutine runs, leaves its queue (the queue is granted again
+// through Lock.Grants) and its transaction rolls back (Holds.ReleaseAll,
+// each Lock granted again). A transaction waits in at most one place at
+// a time.
 //
 // The truth, after every step and just before each Check: each queued,
 // active waiter waits for Lock.WaitsFor (internal/waitsfor's rule: its
@@ -81,16 +81,19 @@ import (
 // detector's count of waits matches the waits reported and not yet
 // Unblocked (nor removed as victims); no search trips or is deferred.
 //
-// Decisions: the detector is the package's Detector with Detection OnBlock
-// and otherwise zero Options but a manual clock (the search time limit is
-// read from it, so a slow run, as under -race, cannot trip and defer), and
-// without its background goroutine (newDetector(opts, false)): a cycle the
-// on-block checks miss then stays in the graph for check 2 to see, and
-// nothing runs concurrently, so a run is a function of its seed. The
-// reports are collected in order through core.testingOnBreak. Suspects
-// (SetBlockers making a waiting transaction a blocker) cannot arise here,
-// since a transaction waits in one place and stops waiting when granted;
-// the test counts them anyway.
+// Decisions: the detector is the package's Detector with Detection
+// OnBlock and otherwise zero Options but two: a manual clock (the search
+// time limit is read from it, so a slow run, as under -race, cannot trip
+// and defer), and the victim policy, the default (VictimRequester) in half
+// the runs, VictimYoungest or VictimFewestLocks in the others, so that
+// members other than the requester are failed too, several per Check at
+// times. It runs without its background goroutine (newDetector(opts,
+// false)): a cycle the on-block checks miss then stays in the graph for
+// check 2 to see, and nothing runs concurrently, so a run is a function
+// of its seed. The reports are collected in order through
+// core.testingOnBreak. Suspects (SetBlockers making a waiting transaction
+// a blocker) cannot arise here, since a transaction waits in one place
+// and stops waiting when granted; the test counts them anyway.
 //
 // A finding: while a failed waiter's goroutine has yet to unlink it, a
 // waiter behind it that conflicts with no holder (Shared behind a failed
