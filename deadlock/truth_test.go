@@ -1003,7 +1003,11 @@ func TestTruthMutations(t *testing.T) {
 // still has it waiting for the key's holders, txns 1 and 4 (Shared, like
 // txn 3). When txn 4 asks for a key txn 3 holds, the search closes 4 → 3
 // → 4, although txn 3 will be granted as soon as txn 2's goroutine leaves
-// the queue, whatever txn 4 does.
+// the queue, whatever txn 4 does. The detector reports it: it learns of a
+// key's holders, not of which queued request each waiter is behind, so it
+// cannot see that the request ahead is gone. The test pins that report;
+// it fails once the detector confirms a cycle's edges against the lock
+// table before it chooses a victim, and then asserts the opposite.
 func TestTruthFailedWaiterAhead(t *testing.T) {
 	const a, b, c = 0, 1, 2
 	S, X := txnlock.Shared, txnlock.Exclusive
