@@ -15,8 +15,13 @@
 //		fmt.Print(d.Report()) // InnoDB's LATEST DETECTED DEADLOCK, for each recent one
 //	}
 //
-// It finds every real cycle, bounds what looking costs, and at the default
-// settings never reports a deadlock that is not there.
+// It finds every real cycle and bounds what looking costs. At the default
+// settings it reports no deadlock that is not there, but for one moment:
+// a waiter queued behind a request whose wait has just ended in failure
+// (a victim, a timeout, a cancellation), before that request has left its
+// queue, still counts as waiting for the lock's holders, so a cycle
+// through it can be reported then although the waiter is about to be
+// granted (TestTruthFailedWaiterAhead shows the shortest case).
 //
 // # The graph
 //
