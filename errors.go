@@ -36,6 +36,8 @@ var (
 	ErrInvalidTimeout = errors.New("txnlock: invalid lock timeout")
 	// ErrNilContext: a nil context.Context.
 	ErrNilContext = errors.New("txnlock: nil context")
+	// ErrNilManager: a Txn call given a nil Manager.
+	ErrNilManager = errors.New("txnlock: nil manager")
 	// ErrUnknownColumnFamily: the column family is negative or not registered.
 	ErrUnknownColumnFamily = errors.New("txnlock: unknown column family")
 	// ErrColumnFamilyExists: AddColumnFamily of a registered column family.

@@ -207,6 +207,9 @@ func (h *Txn) Lock(ctx context.Context, m Manager, req Request) error {
 	if ctx == nil {
 		return h.lockErr(req, ErrNilContext)
 	}
+	if m == nil {
+		return h.lockErr(req, ErrNilManager)
+	}
 	// The record answers only requests a manager would accept.
 	valid := req.Mode.Valid() && req.Range.Valid() && (req.Timeout >= 0 || req.Timeout == NoWait)
 	key, point := req.Range.PointKey()
@@ -344,6 +347,9 @@ func (h *Txn) lockAt(ri, i int) (m Manager, l LockRef, at int) {
 // that r overlaps (as rangelock unlocks them). ErrTxnReleased after
 // Release.
 func (h *Txn) Unlock(m Manager, cf ColumnFamily, r Range) error {
+	if m == nil {
+		return &LockError{Op: "unlock", Txn: h.id, CF: cf, Range: r, Err: ErrNilManager}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.mu.released {

@@ -311,6 +311,11 @@ func TestTxnErrors(t *testing.T) {
 	//nolint:staticcheck // a nil context on purpose
 	require.ErrorIs(t, h.Lock(nil, m, txnlock.Request{Range: pt("k"), Mode: txnlock.Exclusive}), txnlock.ErrNilContext)
 	require.Zero(t, h.Requests())
+	// A nil manager is bad input: a typed error, no panic, nothing held.
+	require.ErrorIs(t, h.Lock(ctx, nil, txnlock.Request{Range: pt("k"), Mode: txnlock.Exclusive}), txnlock.ErrNilManager)
+	require.ErrorIs(t, h.Unlock(nil, 0, pt("k")), txnlock.ErrNilManager)
+	require.False(t, h.Holds(nil, 0, pt("k"), txnlock.Shared))
+	require.Zero(t, h.Requests())
 
 	// A held lock answers only valid requests: the others reach the
 	// manager, which rejects them (here a real one).

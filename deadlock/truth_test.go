@@ -106,7 +106,7 @@ import (
 // goroutine runs at once; -truth.lagfailed lets it lag too, and fails.
 //
 // Each run draws its shape (transactions, column families, keys, mix) from
-// its own seed. A failure prints the seed and the trace of steps; -seed N,
+// its own random seed. A failure prints that random seed and the trace of steps; -seed N,
 // or DEADLOCK_TRUTH_SEED=N, replays that one run. -long runs many more.
 func TestTruth(t *testing.T) {
 	runs, steps := 100, 400

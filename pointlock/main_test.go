@@ -17,7 +17,7 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// newRand returns a seeded generator and logs the seed for replay.
+// newRand returns a random generator and logs its random seed for replay.
 func newRand(t testing.TB) *rand.Rand {
 	s := *seed
 	if s == 0 {
