@@ -23,8 +23,10 @@
 // The detector hears of a wait from the waiting goroutine alone: Wait
 // reports it (Detector.Block, after the detector's DetectDelay), checks it
 // if Block asks, and removes it (Detector.Unblock) before it returns, with
-// no manager lock held. The manager only keeps the detector's view of
-// each lock's blockers (SetBlockers) under its own lock.
+// no manager lock held. The manager tells the detector nothing: it gives
+// the waiter a Source, through which the detector asks, whenever a search
+// needs it, whom the wait waits for, and the Source answers under the
+// manager's lock.
 //
 // A manager that grants claims the waiter first (Claim), records the grant
 // where the waiter's next call will look for it (a per-transaction record

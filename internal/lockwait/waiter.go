@@ -28,8 +28,14 @@ type Waiter struct {
 	Upgrade bool
 	// Since is when the wait began (manager clock).
 	Since time.Time
-	// Resource is the waiter's node in the detector's graph, if any.
-	Resource txnlock.ResourceID
+	// Src answers the detector's questions about the wait from the
+	// owning manager's live state (Blockers, WaitsFor); nil without a
+	// detector.
+	Src Source
+	// Blocked is Src's Blockers as the manager saw them when it queued
+	// the waiter (txnlock.WaitEdge.Blockers), in a buffer the waiter
+	// keeps when it is recycled.
+	Blocked []txnlock.TxnID
 	// LocksHeld is how many locks the transaction holds in the owning
 	// manager, for the detector (WaitEdge.LocksHeld). The waiting
 	// goroutine may set it after queueing, before Wait, without the
@@ -82,13 +88,35 @@ func (w *Waiter) Release() {
 	}
 	// Field by field: a snapshot may read state (atomically) meanwhile.
 	w.txn, w.Lock, w.Upgrade, w.Since = 0, txnlock.LockRef{}, false, time.Time{}
-	w.Resource, w.LocksHeld, w.Stamp, w.Ext, w.err = 0, 0, 0, nil, nil
+	w.Src, w.Blocked, w.LocksHeld, w.Stamp, w.Ext, w.err = nil, w.Blocked[:0], 0, 0, nil, nil
 	w.state.Store(stateWaiting)
 	pool.Put(w)
 }
 
 // Txn is the waiting transaction (txnlock.Waiter).
 func (w *Waiter) Txn() txnlock.TxnID { return w.txn }
+
+// Source is what a manager tells a waiter about itself, so that the
+// detector can ask (txnlock.Waiter.Blockers and WaitsFor). Its methods
+// take the latch that guards w's queue, and answer false once w no longer
+// waits. The detector calls them only while w's wait is reported, so w is
+// not recycled meanwhile.
+type Source interface {
+	Blockers(w *Waiter, dst []txnlock.TxnID) ([]txnlock.TxnID, bool)
+	WaitsFor(w *Waiter, dst []txnlock.TxnID) ([]txnlock.TxnID, bool)
+}
+
+// Blockers asks the owning manager whom w's lock is blocked by
+// (txnlock.Waiter).
+func (w *Waiter) Blockers(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
+	return w.Src.Blockers(w, dst)
+}
+
+// WaitsFor asks the owning manager whom w waits for directly
+// (txnlock.Waiter).
+func (w *Waiter) WaitsFor(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
+	return w.Src.WaitsFor(w, dst)
+}
 
 // Claim takes the waiter for a grant unless its wait already ended, and
 // reports whether it did. The manager calls it under its lock and, if it
@@ -133,8 +161,8 @@ func (w *Waiter) Err() error {
 }
 
 // Wait sleeps until the waiter is granted or fails, and returns nil or the
-// failure. The caller has queued w (and, with a detector, set w.Resource,
-// whose blockers it told det) and holds no manager lock. timeout is the
+// failure. The caller has queued w (and, with a detector, set w.Src,
+// w.Blocked and w.Stamp) and holds no manager lock. timeout is the
 // resolved wait (NoWait is handled by the manager before queueing;
 // WaitForever never fires).
 //
@@ -191,7 +219,7 @@ func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.
 // report tells det about the wait and, if check and Block asks for it,
 // runs the detector's Check, failing the wait if it must give up.
 func (w *Waiter) report(det txnlock.Detector, check bool) {
-	edge := txnlock.WaitEdge{Waiter: w, Resource: w.Resource, Lock: w.Lock, LocksHeld: w.LocksHeld, Since: w.Since, Stamp: w.Stamp}
+	edge := txnlock.WaitEdge{Waiter: w, Lock: w.Lock, LocksHeld: w.LocksHeld, Since: w.Since, Stamp: w.Stamp, Blockers: w.Blocked}
 	if det.Block(edge) && check {
 		if err := det.Check(w); err != nil {
 			w.Fail(err)
