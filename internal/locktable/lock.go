@@ -57,15 +57,13 @@ type extra struct {
 // detector. The core keeps it with the Lock and resets it on recycling;
 // it never reads it.
 type Detector struct {
-	// Res is the detector resource of the key's waiters (0: none).
-	Res txnlock.ResourceID
 	// Ref is [key, key] over a copy of the key, for the waiters' lock
 	// references: the detector's reports keep them, so they cannot share
 	// the Lock's recycled key buffer.
 	Ref txnlock.Range
-	// Told is what the detector was last told the resource waits for.
-	Told []txnlock.TxnID
-	// Own counts the waiters with a detector resource of their own.
+	// Own counts the owner's waiters that need more than the Lock knows
+	// to say whom they wait for (rangelock: a point waiter behind a wide
+	// one).
 	Own int
 }
 
@@ -206,7 +204,7 @@ func (l *Lock) unlink(hd *Holder) {
 func (l *Lock) reset() {
 	if x := l.x; x != nil {
 		x.more = x.more[:0]
-		x.det = Detector{Told: x.det.Told[:0]}
+		x.det = Detector{}
 	}
 }
 
