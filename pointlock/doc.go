@@ -20,20 +20,21 @@
 //
 // The rules (who is granted, who waits, in what order, who is woken) are
 // internal/locktable's, told once in its package doc; pointlock is the
-// shell that latches, waits and counts around them, in four files:
+// shell that latches, waits and counts around them, in five files:
 //
 //	lock.go     Lock: validate; latch the key's stripe; find or make the
 //	            key's locktable.Lock; Decide; grant, fail (NoWait) or
 //	            enqueue a lockwait.Waiter, unlatch, and Wait
 //	release.go  Unlock, UnlockAll, and a failed wait's leaving: release
 //	            the hold, then settleLocked grants what Lock.Grants yields
-//	            (Claim, record the hold, Wake), keeps the counts and the
-//	            detector's view, and drops an empty key
+//	            (Claim, record the hold, Wake), keeps the counts, and
+//	            drops an empty key
 //	stripe.go   column family → stripes (a seeded hash of the key picks
 //	            one); a stripe is a latch, a locktable.Table and counters
 //	manager.go  the column family registry, the transaction table
 //	            (txntable: what each transaction holds, as a
 //	            locktable.Holds, so UnlockAll costs what it holds), Close
+//	detect.go   the detector's questions, answered under a stripe latch
 //
 // Bad input returns a *txnlock.LockError before any state is touched. A
 // wait allocates nothing in the steady state: waiters are recycled
@@ -42,17 +43,19 @@
 //
 // # Deadlock seam
 //
-// When a key gets its first waiter, pointlock asks the Detector for a
-// ResourceID with the key's holders as blockers; every change of the
-// holders while waiters exist calls SetBlockers; the last waiter to leave
-// calls DropResource. The waiter's own goroutine reports its wait (Block)
-// and removes it (Unblock) in lockwait.Waiter.Wait, outside the stripe's
-// critical section. With a nil Detector none of this happens.
+// The manager tells the detector nothing when it grants or releases. A
+// waiter carries its stripe as the place to ask (detect.go) and the
+// holders it was queued behind; its own goroutine reports the wait
+// (Block) and removes it (Unblock) in lockwait.Waiter.Wait, outside the
+// stripe's critical section. When a search reaches the wait, the detector
+// asks the stripe, under its latch, for the key's holders (Blockers) or
+// for whom the wait waits directly (WaitsFor, to confirm a cycle). With a
+// nil Detector none of this happens.
 //
 // # Lock order
 //
 //	Manager.cfMu ─▶ stripe latch ─▶ txntable stripe latch
-//	                stripe latch ─▶ the Detector's own mutex
+//	the Detector's locks ─▶ stripe latch (its questions)
 //
 // A goroutine holds at most one stripe latch, except DropColumnFamily,
 // which latches every stripe of one column family in index order.

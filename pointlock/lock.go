@@ -57,7 +57,6 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 			st.held++
 		}
 		m.grantLocked(st, l, req.Txn, req.Mode)
-		m.setBlockersLocked(st, l)
 		st.c.Acquired++
 		st.mu.Unlock()
 		return nil
@@ -171,9 +170,9 @@ func (m *Manager) reserveKey() bool {
 	return true
 }
 
-// enqueueLocked queues a waiter for req on l and, with a detector, gives
-// it the Lock's resource (made on the first waiter, with the holders as
-// its blockers). The waiter reports its wait itself, in Wait.
+// enqueueLocked queues a waiter for req on l and, with a detector, makes
+// the stripe its Source (detect.go) and notes the holders it waits behind.
+// The waiter reports its wait itself, in Wait.
 func (m *Manager) enqueueLocked(st *stripe, l *locktable.Lock, req *txnlock.Request, upgrade bool) *lockwait.Waiter {
 	ref := txnlock.LockRef{CF: req.CF, Mode: req.Mode}
 	var det *locktable.Detector
@@ -190,12 +189,9 @@ func (m *Manager) enqueueLocked(st *stripe, l *locktable.Lock, req *txnlock.Requ
 	l.Enqueue(w)
 	st.c.BeginWait()
 	if m.det != nil {
-		if det.Res == 0 {
-			det.Res = m.det.NewResource()
-			st.scratch = l.AppendHolders(st.scratch[:0])
-			m.det.SetBlockers(det.Res, st.scratch)
-		}
-		w.Resource = det.Res
+		w.Ext = l
+		w.Src = st
+		w.Blocked = l.AppendHolders(w.Blocked[:0])
 		w.Stamp = m.det.Stamp()
 	}
 	return w

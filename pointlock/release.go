@@ -42,10 +42,10 @@ func (m *Manager) releaseLocked(l *locktable.Lock, txn txnlock.TxnID) bool {
 
 // settleLocked restores l's invariants after its holders or its queue
 // changed: it grants what can now be granted (locktable.Lock.Grants),
-// tells the detector, keeps the key counts, and drops l once nobody
+// keeps the key counts, and drops l once nobody
 // holds or waits for it. wasHeld says whether l had a holder before the
 // change. A closed manager grants nothing.
-func (m *Manager) settleLocked(st *stripe, h uint64, l *locktable.Lock, wasHeld, holdersChanged bool) {
+func (m *Manager) settleLocked(st *stripe, h uint64, l *locktable.Lock, wasHeld bool) {
 	if l.Queued() > 0 && !m.closed.Load() {
 		var now = m.now()
 		for w := range l.Grants(nil, false) {
@@ -60,15 +60,6 @@ func (m *Manager) settleLocked(st *stripe, h uint64, l *locktable.Lock, wasHeld,
 			w.Wake() // w is not touched after this
 			st.c.Acquired++
 			st.c.EndWait(nil, since, now)
-			holdersChanged = true
-		}
-		if m.det != nil {
-			if det := l.Det(); l.Queued() == 0 && det.Res != 0 {
-				m.det.DropResource(det.Res)
-				det.Res = 0
-			} else if holdersChanged {
-				m.setBlockersLocked(st, l)
-			}
 		}
 	}
 	switch isHeld := l.Held(); {
@@ -88,30 +79,12 @@ func (m *Manager) settleLocked(st *stripe, h uint64, l *locktable.Lock, wasHeld,
 	}
 }
 
-// setBlockersLocked tells the detector who holds l, if anyone waits for
-// it with a resource.
-func (m *Manager) setBlockersLocked(st *stripe, l *locktable.Lock) {
-	if m.det == nil || l.Queued() == 0 {
-		return
-	}
-	if det := l.Det(); det.Res != 0 {
-		st.scratch = l.AppendHolders(st.scratch[:0])
-		m.det.SetBlockers(det.Res, st.scratch)
-	}
-}
-
 // leaveLocked unlinks a waiter whose Wait failed with err, and re-checks
 // the queue behind it exactly as a release does.
 func (m *Manager) leaveLocked(st *stripe, h uint64, l *locktable.Lock, w *lockwait.Waiter, err error) {
 	l.Leave(w)
 	st.c.EndWait(err, w.Since, m.now())
-	if m.det != nil && l.Queued() == 0 {
-		if det := l.Det(); det.Res != 0 {
-			m.det.DropResource(det.Res)
-			det.Res = 0
-		}
-	}
-	m.settleLocked(st, h, l, l.Held(), false)
+	m.settleLocked(st, h, l, l.Held())
 }
 
 // Unlock releases txn's lock on the key of r ([k, k]) in cf and wakes the
@@ -155,7 +128,7 @@ func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.R
 		}
 		st.tab.Delete(h, l)
 	} else {
-		m.settleLocked(st, h, l, true, true)
+		m.settleLocked(st, h, l, true)
 	}
 	st.mu.Unlock()
 	return nil
@@ -210,7 +183,7 @@ func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
 		// the table and held by txn.
 		if st.tab.Has(h, l) && m.releaseLocked(l, txn) {
 			st.c.Released++
-			m.settleLocked(st, h, l, true, true)
+			m.settleLocked(st, h, l, true)
 		}
 		st.mu.Unlock()
 	}

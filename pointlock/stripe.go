@@ -39,7 +39,6 @@ type stripeState struct {
 	held    int64           // keys with at least one holder
 	dropped bool            // the column family was dropped (set with every stripe locked)
 	c       lockwait.Counters
-	scratch []txnlock.TxnID // reused for Detector.SetBlockers
 }
 
 // stripe is one shard of a lockMap, padded so that two stripes' mutexes
