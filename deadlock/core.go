@@ -16,106 +16,106 @@ type Stats struct {
 	Assumed          uint64 // trips reported as deadlocks (Breaker AssumeDeadlock)
 	Deferred         uint64 // trips handed to the background pass (Breaker Defer)
 	BackgroundPasses uint64 // background passes run
-	// FalsePositivesAvoided counts cycles a background pass found in its
-	// snapshot that were gone from the live graph when it re-checked them.
+	// FalsePositivesAvoided counts cycles a search found that live state
+	// did not confirm (an edge gone, or a member no longer waiting).
 	FalsePositivesAvoided uint64
-	Waits                 int // waits recorded now, in the graph or parked
-	Parked                int // of Waits, those parked outside the graph (dormant.go)
+	Waits                 int // waits reported now
 }
 
 // String renders the counters on one line.
 func (s Stats) String() string {
-	return fmt.Sprintf("searches=%d steps=%d trips=%d deadlocks=%d assumed=%d deferred=%d background_passes=%d false_positives_avoided=%d waits=%d parked=%d",
-		s.Searches, s.Steps, s.Trips, s.Deadlocks, s.Assumed, s.Deferred, s.BackgroundPasses, s.FalsePositivesAvoided, s.Waits, s.Parked)
+	return fmt.Sprintf("searches=%d steps=%d trips=%d deadlocks=%d assumed=%d deferred=%d background_passes=%d false_positives_avoided=%d waits=%d",
+		s.Searches, s.Steps, s.Trips, s.Deadlocks, s.Assumed, s.Deferred, s.BackgroundPasses, s.FalsePositivesAvoided, s.Waits)
 }
 
-// core is the deterministic heart of the detector: the live graph, the
+// core is the deterministic heart of the detector: its searches, the
 // counters and the history, with every decision made by a plain method
-// call that returns what to do. It has no lock, starts no goroutine and
-// reads time only from opts.Clock. Detector wraps it with a mutex.
+// call. It has no lock, starts no goroutine and reads time only from
+// opts.Clock; it reads the graph through its source (the registry, which
+// asks the managers), and fails victims through it. Detector wraps it with
+// a mutex.
 type core struct {
 	opts    Options
-	g       graph
+	src     source
+	g       graph // the live view, read afresh by every search
 	hist    history
 	stats   Stats
 	stack   []frame // reused by every search
 	rootBuf [1]*edge
 
-	// suspects are waiting transactions that SetBlockers made blockers of
-	// a resource with waiters: a cycle through them may have formed
-	// without a new wait, so no Check will look. The background goroutine
-	// searches from each (checkSuspects).
-	suspects []txnlock.TxnID
 	// passWanted asks the background goroutine for a full pass (a search
-	// was deferred, or a wait began with Background detection).
+	// was deferred or not confirmed, or a wait began with Background
+	// detection).
 	passWanted bool
 
-	// testingOnBreak, if set, sees every cycle the moment it is broken,
-	// with the graph still as it was found (tests only).
+	// testingOnBreak, if set, sees every cycle the moment it is broken
+	// (tests only).
 	testingOnBreak func(*txnlock.DeadlockError)
 }
 
-// decision is what the wrapper must do after the core decided: fail the
-// victims before it releases its mutex (while their waits are still in the
-// graph, no victim's Wait can have returned and recycled its waiter), the
-// rest after.
+// decision is what the wrapper must do after the core decided, with its
+// mutex released. The victims were failed already, while the core held
+// it, so that no other search breaks the same cycle again.
 type decision struct {
 	err      error                    // for the requester of Check, or nil
-	victims  []victimErr              // other waiters to fail
 	reports  []*txnlock.DeadlockError // for OnDeadlock
 	deferred bool                     // wake the background pass
 }
 
-type victimErr struct {
-	w   txnlock.Waiter
-	err error
+func (d *decision) merge(o decision) {
+	if o.err != nil {
+		d.err = o.err
+	}
+	d.reports = append(d.reports, o.reports...)
+	d.deferred = d.deferred || o.deferred
 }
 
-func newCore(opts Options) core {
-	return core{opts: opts, g: newGraph(), hist: newHistory(opts.HistorySize)}
+func newCore(opts Options, src source) core {
+	return core{opts: opts, src: src, g: newGraph(src), hist: newHistory(opts.HistorySize)}
 }
 
 func (c *core) limits() limits {
 	return limits{depth: c.opts.MaxDepth, steps: c.opts.MaxSteps, time: c.opts.MaxSearchTime, clock: c.opts.Clock}
 }
 
-// check is the on-block search from w's wait. When the victim of a cycle
-// is another transaction, the search runs again: the requester may close
-// more than one cycle (it waits for a lock with several holders), and it
-// is about to sleep, so no later search would start from it.
+// check is the on-block search from w's wait, on a live view. A cycle it
+// finds is confirmed before a victim is chosen. When the victim is another
+// transaction the search runs again: the requester may close more than
+// one cycle (it waits for a lock with several holders), and it is about
+// to sleep, so no later search would start from it.
 func (c *core) check(w txnlock.Waiter) decision {
 	var d decision
-	for retries := 0; ; {
-		e := c.g.find(w)
+	for {
+		c.g.reset()
+		root := c.g.node(w.Txn())
+		var e *edge
+		for _, x := range root.waits {
+			if x.waiter == w {
+				e = x
+			}
+		}
 		if e == nil {
 			return d // unblocked, or failed as a victim
 		}
 		c.stats.Searches++
-		if n, ok := c.deadEnd(e); ok {
-			// The usual case, a queue behind running holders: no cycle.
-			c.stats.Steps += uint64(n)
-			return d
-		}
 		c.rootBuf[0] = e
-		res := c.g.walk(&c.stack, e.node, c.rootBuf[:], e.txn, c.limits(), true)
+		res := c.g.walk(&c.stack, root, c.rootBuf[:], e.txn, c.limits(), true)
 		c.rootBuf[0] = nil
 		c.stats.Steps += uint64(res.steps)
 		switch {
-		case res.cycle != nil && !allActive(res.cycle):
-			// A member was granted or failed during the search: look
-			// again without it, a few times, then leave it to a pass.
-			if retries++; retries > maxStaleRetries {
+		case res.cycle != nil:
+			cycle := c.confirm(res.cycle)
+			if cycle == nil {
+				// Not a cycle now: an edge rests on a request that is
+				// leaving, or on one not yet reported. Leave it to a pass.
+				c.stats.FalsePositivesAvoided++
 				c.passWanted = true
 				d.deferred = true
 				return d
 			}
-			continue
-		case res.cycle != nil:
-			b, _ := c.breakCycle(res.cycle, e)
-			d.err = b.err
-			d.victims = append(d.victims, b.victims...)
-			d.reports = append(d.reports, b.reports...)
-			if d.err != nil {
+			b, _ := c.breakCycle(cycle, w)
+			d.merge(b)
+			if d.err != nil || len(b.reports) == 0 {
 				return d
 			}
 			continue
@@ -129,7 +129,6 @@ func (c *core) check(w txnlock.Waiter) decision {
 			d.deferred = true
 			return d
 		}
-		c.stats.Assumed++
 		err := &txnlock.DeadlockError{
 			Victim:        e.txn,
 			LimitExceeded: true,
@@ -137,151 +136,122 @@ func (c *core) check(w txnlock.Waiter) decision {
 			Path:          entries(res.path),
 			Time:          c.opts.Clock.Now(),
 		}
-		c.g.removeEdge(e)
-		c.hist.add(err)
-		d.err = err
-		d.reports = append(d.reports, err)
+		if c.src.fail(e.txn, e.waiter, e.seq, err) {
+			c.stats.Assumed++
+			c.hist.add(err)
+			d.err = err
+			d.reports = append(d.reports, err)
+		}
 		return d
 	}
 }
 
-// block records e and reports whether the wait needs a Check: whether a
-// cycle may run through it now, because a blocker of its resource is
-// itself waiting (deadEnd). When none is, a cycle through e can only form
-// later, by an edge added after e: a Block whose resource has e's
-// transaction among its blockers (e's transaction is waiting, so that
-// Block needs a Check, whose search finds e), or a SetBlockers that makes
-// a waiting transaction a blocker (a suspect). Either search sees e. So
-// the usual wait, a queue behind running holders, is checked here, under
-// the mutex Block takes anyway, and its waiter never takes it for Check.
-func (c *core) block(e txnlock.WaitEdge) bool {
-	ed := c.g.block(e)
-	if ed == nil {
-		return false
-	}
-	_, dead := c.deadEnd(ed)
-	return !dead
-}
-
-// setBlockers installs r's blockers and reports whether it made a waiting
-// transaction a new blocker of a resource that has waits (a suspect).
-//
-// That is how a cycle forms without a new wait: a transaction that waits
-// in two places at once is granted one of them, or a manager's
-// SetBlockers reaches the detector after the new blocker's goroutine has
-// already blocked elsewhere and been checked against the old blockers.
-// That check saw no cycle; the SetBlockers closes one. A grantee whose
-// goroutine has not yet Unblocked its finished wait is no suspect.
-func (c *core) setBlockers(id txnlock.ResourceID, blockers []txnlock.TxnID) bool {
-	r := c.g.resource(id)
-	added := c.g.setBlockers(r, blockers) // promotes their parked waits first
-	found := false
-	if r.waits > 0 && len(c.g.txns) > 0 {
-		for _, b := range added {
-			if c.g.waiting(b) {
-				c.suspects = append(c.suspects, b)
-				found = true
-			}
+// confirm re-reads each edge of a cycle found in a view from live state,
+// by the exact rule (Waiter.WaitsFor): cycle[i]'s wait must wait for
+// cycle[i+1]'s transaction directly, or through requests that themselves
+// wait (a request queued ahead of it on the same lock, which the
+// contraction left out). It returns the cycle with those requests in it,
+// each wait with whom it waits for directly, or nil if an edge is gone or
+// a member stopped waiting before the last edge was read.
+func (c *core) confirm(cycle []*edge) []*edge {
+	var out []*edge
+	for i, e := range cycle {
+		path := c.exactPath(e, cycle[(i+1)%len(cycle)].txn)
+		if path == nil {
+			return nil
 		}
+		out = append(out, path...)
 	}
-	return found
-}
-
-// checkSuspects searches from every suspect, on the live graph and within
-// the limits, for a cycle back to it, and breaks each one found (the
-// victim policy sees no requester). A search that trips asks for a full
-// pass, whatever the breaker: a suspect is not a requester that could be
-// assumed deadlocked.
-func (c *core) checkSuspects() decision {
-	var d decision
-	suspects := c.suspects
-	c.suspects = nil
-	for _, t := range suspects {
-		for {
-			n := c.g.txns[t]
-			if n == nil {
-				break
-			}
-			c.stats.Searches++
-			res := c.g.walk(&c.stack, n, n.waits, t, c.limits(), true)
-			c.stats.Steps += uint64(res.steps)
-			if res.trip != "" {
-				c.stats.Trips++
-				c.stats.Deferred++
-				c.passWanted = true
-				break
-			}
-			if res.cycle == nil {
-				break
-			}
-			if !allActive(res.cycle) {
-				c.passWanted = true // a member ended during the search
-				break
-			}
-			b, _ := c.breakCycle(res.cycle, nil)
-			d.victims = append(d.victims, b.victims...)
-			d.reports = append(d.reports, b.reports...)
-		}
-	}
-	return d
-}
-
-// deadEnd reports whether none of the blockers of e's resource (e's own
-// transaction aside) is waiting, so no cycle can run through e and the
-// search can stop before it starts, and how many blockers it looked at.
-// Resources with more blockers than a search may look at without a limit
-// check are left to the search.
-func (c *core) deadEnd(e *edge) (int, bool) {
-	if n := len(e.res.blockers); n > timeCheckEvery || n > c.opts.MaxSteps {
-		return 0, false
-	}
-	for i, b := range e.res.blockers {
-		if b != e.txn && c.g.waiting(b) {
-			return i + 1, false
-		}
-	}
-	return len(e.res.blockers), true
-}
-
-// maxStaleRetries bounds the searches one check repeats because a member
-// of the cycle it found stopped waiting meanwhile.
-const maxStaleRetries = 3
-
-// allActive reports whether every wait of cycle is still active (checked
-// again just before a cycle is broken: the search checked each as it
-// went, but a member may have been granted since).
-func allActive(cycle []*edge) bool {
-	for _, e := range cycle {
+	out = simpleCycle(out)
+	for _, e := range out {
 		if !e.active() {
-			return false
+			return nil
 		}
 	}
-	return true
+	return out
 }
 
-// breakCycle chooses a victim among the waits of cycle, removes its wait
-// from the graph (so that no other search breaks the same cycle again) and
-// says whom to fail. requester is the wait whose Check found the cycle, or
-// nil in a background pass.
-// It returns the index of the victim in cycle; the victim's edge is
-// recycled and must not be used after.
-func (c *core) breakCycle(cycle []*edge, requester *edge) (decision, int) {
-	vi := c.chooseVictim(cycle)
-	v := cycle[vi]
+// exactPath returns the waits from wait e (the same wait, by waiter and
+// stamp) to a wait that waits directly for target, by a breadth-first
+// search over exact edges read from live state, or nil. It looks at no
+// more than MaxSteps transactions.
+func (c *core) exactPath(e *edge, target txnlock.TxnID) []*edge {
+	type hop struct {
+		e      *edge
+		parent int
+	}
+	var hops []hop
+	c.src.waits(e.txn, true, func(w *wait, who []txnlock.TxnID) {
+		if w.waiter == e.waiter && w.seq == e.seq {
+			hops = append(hops, hop{exactEdge(w, who), -1})
+		}
+	})
+	seen := map[txnlock.TxnID]bool{e.txn: true}
+	for qi := 0; qi < len(hops); qi++ {
+		h := hops[qi].e
+		if slices.Contains(h.blockers, target) {
+			var path []*edge
+			for i := qi; i >= 0; i = hops[i].parent {
+				path = append(path, hops[i].e)
+			}
+			slices.Reverse(path)
+			return path
+		}
+		for _, t := range h.blockers {
+			if seen[t] {
+				continue
+			}
+			if seen[t] = true; len(seen) > c.opts.MaxSteps {
+				return nil
+			}
+			c.src.waits(t, true, func(w *wait, who []txnlock.TxnID) {
+				hops = append(hops, hop{exactEdge(w, who), qi})
+			})
+		}
+	}
+	return nil
+}
+
+func exactEdge(w *wait, who []txnlock.TxnID) *edge {
+	return &edge{wait: *w, blockers: slices.Clone(who)}
+}
+
+// simpleCycle cuts a closed walk of waits down to a cycle in which each
+// transaction appears once: paths joined end to end may cross.
+func simpleCycle(walk []*edge) []*edge {
+	at := make(map[txnlock.TxnID]int, len(walk))
+	for i, e := range walk {
+		if j, ok := at[e.txn]; ok {
+			return walk[j:i]
+		}
+		at[e.txn] = i
+	}
+	return walk
+}
+
+// breakCycle chooses a victim among the waits of a confirmed cycle, fails
+// it through the source (so that no other search breaks the same cycle
+// again), and records the deadlock. requester is the waiter whose Check
+// found the cycle, or nil in a background pass. It returns the victim; a
+// decision without reports if the victim's wait ended meanwhile (the
+// cycle is broken already).
+func (c *core) breakCycle(cycle []*edge, requester txnlock.Waiter) (decision, *edge) {
+	v := cycle[c.chooseVictim(cycle)]
 	err := &txnlock.DeadlockError{Victim: v.txn, Cycle: entries(cycle), Time: c.opts.Clock.Now()}
+	if !c.src.fail(v.txn, v.waiter, v.seq, err) {
+		c.stats.FalsePositivesAvoided++
+		return decision{}, v
+	}
 	if c.testingOnBreak != nil {
 		c.testingOnBreak(err)
 	}
 	d := decision{reports: []*txnlock.DeadlockError{err}}
-	if v == requester {
+	if requester != nil && v.waiter == requester {
 		d.err = err
-	} else {
-		d.victims = []victimErr{{v.waiter, err}}
 	}
-	c.g.removeEdge(v)
 	c.hist.add(err)
 	c.stats.Deadlocks++
-	return d, vi
+	return d, v
 }
 
 // entries renders waits for a report.
@@ -291,7 +261,7 @@ func entries(es []*edge) []txnlock.CycleEntry {
 		out[i] = txnlock.CycleEntry{
 			Txn:       e.txn,
 			Lock:      e.lock,
-			Holders:   append([]txnlock.TxnID(nil), e.res.blockers...),
+			Holders:   append([]txnlock.TxnID(nil), e.blockers...),
 			LocksHeld: e.locksHeld,
 			Since:     e.since,
 		}
@@ -299,25 +269,22 @@ func entries(es []*edge) []txnlock.CycleEntry {
 	return out
 }
 
-// resolve re-checks a cycle found in a snapshot against the live graph and
-// breaks it if it is still there. It returns the snapshot wait to drop
-// before the pass searches its snapshot again: the victim's, or the first
-// wait that is gone or no longer blocked by the next member.
+// resolve confirms a cycle found in a snapshot against live state and
+// breaks it if it is there. It returns the snapshot wait to drop before
+// the pass searches its snapshot again: the victim's, or the first.
 func (c *core) resolve(cycle []*edge) (decision, *edge) {
-	live := make([]*edge, len(cycle))
-	for i, s := range cycle {
-		next := cycle[(i+1)%len(cycle)].txn
-		// The same wait, not only the same waiter: a recycled waiter
-		// may wait again, elsewhere (lockwait.Waiter.Release).
-		l := c.g.findWait(s.txn, s.waiter)
-		if l == nil || l.seq != s.seq || !l.active() || l.res.id != s.res.id || next == l.txn || !l.res.blocks(next) {
-			c.stats.FalsePositivesAvoided++
-			return decision{}, s
-		}
-		live[i] = l
+	live := c.confirm(cycle)
+	if live == nil {
+		c.stats.FalsePositivesAvoided++
+		return decision{}, cycle[0]
 	}
-	d, vi := c.breakCycle(live, nil)
-	return d, cycle[vi]
+	d, v := c.breakCycle(live, nil)
+	for _, e := range cycle {
+		if e.waiter == v.waiter {
+			return d, e
+		}
+	}
+	return d, cycle[0]
 }
 
 // backgroundPass searches a snapshot for cycles, breaking each one that is

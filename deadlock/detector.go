@@ -20,19 +20,19 @@ const passRestFactor = 10
 // Detector is a deadlock detector shared by any number of lock managers
 // (txnlock.Detector). It is safe for concurrent use.
 //
-// Lock order: a manager's locks, then Detector.mu. The detector never
-// calls a manager. It calls Waiter.Fail with mu held (Fail takes no lock
-// and never blocks): a victim's waiter cannot finish its Wait, whose
-// Unblock takes mu, and be recycled in between. It calls
-// Options.OnDeadlock with mu released.
+// Lock order: passMu, then mu, then one registry slot's mutex, then a
+// manager's latch (the detector's questions to a waiter). A manager never
+// calls the detector with a latch held, but for Stamp, which takes no
+// lock. Victims are failed (Waiter.Fail, which takes no lock) with mu and
+// the victim's slot held; Options.OnDeadlock runs with every lock
+// released.
 type Detector struct {
-	opts    Options
-	nextRes atomic.Uint64
-	stamps  atomic.Uint64 // Stamp's counter
-	closed  atomic.Bool   // Close was called
-	// dorm is the graph's dormant table: Block and Unblock of a wait that
-	// no search can reach take one of its slot mutexes, not mu.
-	dorm *dormant
+	opts   Options
+	stamps atomic.Uint64 // Stamp's counter
+	closed atomic.Bool   // Close was called
+	// reg holds the reported waits. Block and Unblock take one of its
+	// slot mutexes, not mu.
+	reg *registry
 
 	// kick wakes the background goroutine (capacity 1: kicks coalesce).
 	kick      chan struct{}
@@ -42,12 +42,12 @@ type Detector struct {
 
 	mu struct {
 		sync.Mutex
-		// c is the graph, counters and history.
+		// c is the searches, counters and history.
 		c core
 	}
 
 	// passMu serializes background passes (the goroutine's and those a
-	// test runs by hand) and guards passStack.
+	// test runs by hand) and guards passStack, passFlat and passArena.
 	passMu    sync.Mutex
 	passStack []frame
 	passFlat  []flatWait
@@ -73,12 +73,12 @@ func newDetector(opts Options, goroutine bool) (*Detector, error) {
 	}
 	d := &Detector{
 		opts: opts,
+		reg:  new(registry),
 		kick: make(chan struct{}, 1),
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
 	}
-	d.mu.c = newCore(opts)
-	d.dorm = d.mu.c.g.dorm
+	d.mu.c = newCore(opts, &liveSource{r: d.reg})
 	if goroutine && opts.Detection != Off {
 		go d.run()
 	} else {
@@ -90,69 +90,60 @@ func newDetector(opts Options, goroutine bool) (*Detector, error) {
 // Options returns the options in use (defaults filled in).
 func (d *Detector) Options() Options { return d.opts }
 
-// NewResource returns a fresh resource id (txnlock.Detector).
-func (d *Detector) NewResource() txnlock.ResourceID {
-	return txnlock.ResourceID(d.nextRes.Add(1))
-}
-
 // Stamp returns the next wait stamp (txnlock.Detector).
 func (d *Detector) Stamp() uint64 { return d.stamps.Add(1) }
 
-// Block records that e.Waiter waits for e.Resource, and reports whether
-// the wait needs a Check (txnlock.Detector). A closed detector refuses the
+// Block records e's wait, and reports whether it needs a Check
+// (txnlock.Detector): whether a transaction in e.Blockers, whom the wait
+// was queued behind, is itself waiting. A closed detector refuses the
 // wait: it fails the waiter with txnlock.ErrClosed.
+//
+// When none is, no cycle runs through the wait now, and one can only
+// close later by another event whose own search sees this wait (the
+// package doc, "When a cycle closes"). So the usual wait, a queue behind
+// running holders, costs one slot mutex here and one in Unblock.
 func (d *Detector) Block(e txnlock.WaitEdge) bool {
-	if d.opts.Detection == Off {
+	if d.opts.Detection == Off || e.Waiter == nil {
 		return false
 	}
 	if d.closed.Load() {
 		e.Waiter.Fail(txnlock.ErrClosed)
 		return false
 	}
+	if !e.Waiter.Active() {
+		return false // granted or failed before it came: nothing to record
+	}
 	if e.Stamp == 0 {
 		e.Stamp = d.Stamp()
 	}
-	if d.dorm.park(e) {
-		return false // its transaction blocks nothing: no search can reach it
+	txn := e.Waiter.Txn()
+	d.reg.add(wait{waiter: e.Waiter, txn: txn, lock: e.Lock, locksHeld: e.LocksHeld, since: e.Since, seq: e.Stamp})
+	for _, b := range e.Blockers {
+		if b != txn && d.reg.waiting(b) {
+			return true
+		}
 	}
-	d.mu.Lock()
-	needsCheck := d.mu.c.block(e)
-	d.mu.Unlock()
-	return needsCheck
+	return false
 }
 
-// Unblock forgets w's wait; a no-op if the detector does not know it
-// (txnlock.Detector).
+// Unblock forgets w's wait (txnlock.Detector). If w's transaction has
+// another wait in flight, the wait that just ended may have been granted,
+// making the transaction a holder that others wait for: a cycle through
+// its other wait may have closed without a new wait, so Unblock searches
+// from it.
 func (d *Detector) Unblock(w txnlock.Waiter) {
-	if d.opts.Detection == Off || d.dorm.unpark(w) {
-		return
-	}
-	d.mu.Lock()
-	d.mu.c.g.unblock(w)
-	d.mu.Unlock()
-}
-
-// SetBlockers replaces the blockers of r (txnlock.Detector).
-func (d *Detector) SetBlockers(r txnlock.ResourceID, blockers []txnlock.TxnID) {
 	if d.opts.Detection == Off {
 		return
 	}
-	d.mu.Lock()
-	suspect := d.mu.c.setBlockers(r, blockers)
-	d.mu.Unlock()
-	if suspect {
-		d.wake()
-	}
-}
-
-// DropResource forgets r (txnlock.Detector).
-func (d *Detector) DropResource(r txnlock.ResourceID) {
-	if d.opts.Detection == Off {
+	found, others := d.reg.remove(w)
+	if !found || !others || d.opts.DetectDelay < 0 {
 		return
 	}
-	d.mu.Lock()
-	d.mu.c.g.dropResource(r)
-	d.mu.Unlock()
+	var ws []txnlock.Waiter
+	d.reg.each(w.Txn(), func(x *wait) { ws = append(ws, x.waiter) })
+	for _, o := range ws {
+		d.Check(o)
+	}
 }
 
 // DetectDelay is Options.DetectDelay, or -1 (never check) when Detection is Off
@@ -180,17 +171,9 @@ func (d *Detector) Check(w txnlock.Waiter) error {
 	}
 	d.mu.Lock()
 	dec := d.mu.c.check(w)
-	failVictims(dec)
 	d.mu.Unlock()
 	d.apply(dec)
 	return dec.err
-}
-
-// failVictims fails the victims of a decision. d.mu is held.
-func failVictims(dec decision) {
-	for _, v := range dec.victims {
-		v.w.Fail(v.err)
-	}
 }
 
 // apply carries out the rest of a decision with mu released.
@@ -217,8 +200,7 @@ func (d *Detector) Stats() Stats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := d.mu.c.stats
-	s.Parked = d.dorm.count()
-	s.Waits = d.mu.c.g.nWaits + s.Parked
+	s.Waits = int(d.reg.n.Load())
 	return s
 }
 
@@ -247,15 +229,13 @@ func (d *Detector) Close() error {
 	return nil
 }
 
-// run is the background goroutine. When woken it first searches from the
-// suspects (checkSuspects), then runs a full pass if one is wanted (a
-// deferred search, or a new wait with Background detection); every
-// BackgroundInterval it runs a full pass anyway. After a full pass no
-// other starts for passRestFactor times as long as it took (at most
-// BackgroundInterval), so that a busy graph, where every wait wakes it,
-// spends at most about a tenth of one processor and of the mutex's time on
-// passes; the wishes that arrive meanwhile coalesce, and suspects are
-// still searched at once.
+// run is the background goroutine. When woken it runs a full pass if one
+// is wanted (a deferred or unconfirmed search, or a new wait with
+// Background detection); every BackgroundInterval it runs a full pass
+// anyway. After a full pass no other starts for passRestFactor times as
+// long as it took (at most BackgroundInterval), so that a busy graph,
+// where every wait wakes it, spends at most about a tenth of one processor
+// on passes; the wishes that arrive meanwhile coalesce.
 func (d *Detector) run() {
 	defer close(d.done)
 	clock, interval := d.opts.Clock, d.opts.BackgroundInterval
@@ -276,7 +256,7 @@ func (d *Detector) run() {
 			t.Stop()
 		case <-t.C():
 		}
-		if d.checkSuspects() {
+		if d.takePassWish() {
 			wantPass = true
 		}
 		now := clock.Now()
@@ -293,36 +273,30 @@ func (d *Detector) run() {
 	}
 }
 
-// checkSuspects runs the suspects' searches and reports whether a full
-// pass is wanted (and clears the wish: the pass is about to run).
-func (d *Detector) checkSuspects() (passWanted bool) {
+// takePassWish reports whether a full pass is wanted, and clears the wish:
+// the pass is about to run.
+func (d *Detector) takePassWish() bool {
 	d.mu.Lock()
-	var dec decision
-	if len(d.mu.c.suspects) > 0 {
-		dec = d.mu.c.checkSuspects()
-	}
-	passWanted = d.mu.c.passWanted
+	defer d.mu.Unlock()
+	w := d.mu.c.passWanted
 	d.mu.c.passWanted = false
-	failVictims(dec)
-	d.mu.Unlock()
-	d.apply(dec)
-	return passWanted
+	return w
 }
 
-// backgroundPass takes a snapshot of the graph under mu, searches it with
-// mu released and without limits, and breaks each cycle it finds that is
-// still in the live graph.
+// backgroundPass reads every reported wait and its blockers from the
+// managers (the registry's flatten, slot by slot, without mu), searches
+// that snapshot without limits, and breaks each cycle it finds that live
+// state confirms, under mu.
 func (d *Detector) backgroundPass() {
 	d.passMu.Lock()
 	defer d.passMu.Unlock()
 	d.mu.Lock()
 	d.mu.c.stats.BackgroundPasses++
-	if d.mu.c.g.nWaits == 0 {
-		d.mu.Unlock()
+	d.mu.Unlock()
+	if d.reg.n.Load() == 0 {
 		return
 	}
-	d.passFlat, d.passArena = d.mu.c.g.flatten(d.passFlat[:0], d.passArena[:0])
-	d.mu.Unlock()
+	d.passFlat, d.passArena = d.reg.flatten(d.passFlat[:0], d.passArena[:0])
 	snap := snapshotOf(d.passFlat, d.passArena)
 	clear(d.passFlat) // drop the waiter references
 	if d.testingAfterSnapshot != nil {
@@ -332,7 +306,6 @@ func (d *Detector) backgroundPass() {
 	steps, more := backgroundPass(snap, &d.passStack, maxCyclesPerPass, func(cycle []*edge) *edge {
 		d.mu.Lock()
 		dec, drop := d.mu.c.resolve(cycle)
-		failVictims(dec)
 		d.mu.Unlock()
 		d.apply(dec)
 		return drop

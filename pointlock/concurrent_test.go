@@ -71,7 +71,7 @@ func TestConcurrentRandom(t *testing.T) {
 		runConcurrent(t, 4, workers, iters, det)
 		log := det.Log()
 		require.NotContains(t, log, "PROBLEM")
-		require.Contains(t, log, "edges=0 resources=0")
+		require.Contains(t, log, "waits=0")
 	})
 }
 

@@ -11,16 +11,15 @@ import (
 )
 
 // SeamDetector is a txnlock.Detector that tests the seam rather than finds
-// deadlocks in earnest. It logs the manager's calls, checks that they are
-// consistent (no wait on an unknown resource, no wait reported twice, no
-// resource dropped while a wait on it is active) and fails a waiter that
-// closes a cycle of two transactions through resources (enough for two
-// holders that both upgrade). It is safe for concurrent use.
+// deadlocks in earnest. It logs each reported wait with the blockers the
+// manager queued it behind, and at each Check what the manager answers
+// when asked (Waiter.Blockers and Waiter.WaitsFor); it checks that the
+// calls are consistent (no wait reported twice) and fails a waiter that
+// closes a cycle of two transactions (enough for two holders that both
+// upgrade). It is safe for concurrent use.
 type SeamDetector struct {
 	mu struct {
 		sync.Mutex
-		next  txnlock.ResourceID
-		res   map[txnlock.ResourceID][]txnlock.TxnID // blockers
 		edges map[txnlock.Waiter]txnlock.WaitEdge
 		log   []string
 		// unblocked lists the waits removed since the last Log, apart
@@ -36,23 +35,12 @@ var _ txnlock.Detector = (*SeamDetector)(nil)
 // NewSeamDetector returns an empty SeamDetector.
 func NewSeamDetector() *SeamDetector {
 	d := &SeamDetector{}
-	d.mu.res = map[txnlock.ResourceID][]txnlock.TxnID{}
 	d.mu.edges = map[txnlock.Waiter]txnlock.WaitEdge{}
 	return d
 }
 
 func (d *SeamDetector) logfLocked(format string, args ...any) {
 	d.mu.log = append(d.mu.log, fmt.Sprintf(format, args...))
-}
-
-// NewResource logs "new resource rN".
-func (d *SeamDetector) NewResource() txnlock.ResourceID {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.mu.next++
-	d.mu.res[d.mu.next] = nil
-	d.logfLocked("new resource r%d", d.mu.next)
-	return d.mu.next
 }
 
 // Block records e unless its wait is over already (granted before its
@@ -65,14 +53,12 @@ func (d *SeamDetector) Block(e txnlock.WaitEdge) bool {
 		d.logfLocked("block %d: over already", uint64(e.Waiter.Txn()))
 		return false
 	}
-	if _, ok := d.mu.res[e.Resource]; !ok {
-		d.mu.problems = append(d.mu.problems, fmt.Sprintf("block on unknown r%d", e.Resource))
-	}
 	if _, ok := d.mu.edges[e.Waiter]; ok {
 		d.mu.problems = append(d.mu.problems, "double block")
 	}
+	e.Blockers = sortedIDs(e.Blockers)
 	d.mu.edges[e.Waiter] = e
-	d.logfLocked("block %d -> r%d (%v, holds %d)", uint64(e.Waiter.Txn()), e.Resource, e.Lock, e.LocksHeld)
+	d.logfLocked("block %d (%v, holds %d) behind %v", uint64(e.Waiter.Txn()), e.Lock, e.LocksHeld, e.Blockers)
 	return true
 }
 
@@ -80,52 +66,35 @@ func (d *SeamDetector) Block(e txnlock.WaitEdge) bool {
 func (d *SeamDetector) Unblock(w txnlock.Waiter) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	e, ok := d.mu.edges[w]
-	if !ok {
+	if _, ok := d.mu.edges[w]; !ok {
 		return
 	}
 	delete(d.mu.edges, w)
-	d.mu.unblocked = append(d.mu.unblocked, fmt.Sprintf("%d -> r%d", uint64(w.Txn()), e.Resource))
+	d.mu.unblocked = append(d.mu.unblocked, fmt.Sprint(uint64(w.Txn())))
 }
 
-// SetBlockers logs "blockers rN = [...]".
-func (d *SeamDetector) SetBlockers(r txnlock.ResourceID, b []txnlock.TxnID) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if _, ok := d.mu.res[r]; !ok {
-		d.mu.problems = append(d.mu.problems, fmt.Sprintf("set blockers of unknown r%d", r))
-	}
-	s := slices.Clone(b)
-	slices.Sort(s)
-	d.mu.res[r] = s
-	d.logfLocked("blockers r%d = %v", r, s)
-}
-
-// DropResource logs "drop rN".
-func (d *SeamDetector) DropResource(r txnlock.ResourceID) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for w, e := range d.mu.edges {
-		if e.Resource == r && w.Active() {
-			d.mu.problems = append(d.mu.problems, fmt.Sprintf("drop r%d with active waits", r))
-		}
-	}
-	delete(d.mu.res, r)
-	d.logfLocked("drop r%d", r)
-}
-
-// Check fails w if it waits (through its resource) for a transaction that
-// waits for a resource blocked by w's transaction.
+// Check asks w's manager whom w waits for, logs the answers, and fails w
+// if a blocker of its lock waits for a lock that w's transaction blocks.
 func (d *SeamDetector) Check(w txnlock.Waiter) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	me := d.mu.edges[w]
-	for _, b := range d.mu.res[me.Resource] {
+	blockers, ok := w.Blockers(nil)
+	direct, ok2 := w.WaitsFor(nil)
+	if !ok || !ok2 {
+		d.logfLocked("check %d: over", uint64(w.Txn()))
+		return nil
+	}
+	d.logfLocked("check %d: blockers %v, waits for %v", uint64(w.Txn()), sortedIDs(blockers), sortedIDs(direct))
+	for _, b := range blockers {
 		if b == w.Txn() {
 			continue
 		}
 		for ow, oe := range d.mu.edges {
-			if ow.Txn() == b && ow.Active() && slices.Contains(d.mu.res[oe.Resource], w.Txn()) {
+			if ow.Txn() != b || !ow.Active() {
+				continue
+			}
+			if theirs, ok := ow.Blockers(nil); ok && slices.Contains(theirs, w.Txn()) {
 				d.logfLocked("check %d: cycle with %d", uint64(w.Txn()), uint64(b))
 				return &txnlock.DeadlockError{Victim: w.Txn(), Cycle: []txnlock.CycleEntry{
 					{Txn: w.Txn(), Lock: me.Lock}, {Txn: b, Lock: oe.Lock}}}
@@ -135,6 +104,12 @@ func (d *SeamDetector) Check(w txnlock.Waiter) error {
 	return nil
 }
 
+func sortedIDs(ids []txnlock.TxnID) []txnlock.TxnID {
+	s := slices.Clone(ids)
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
 // DetectDelay is 0: every wait reports at once.
 func (d *SeamDetector) DetectDelay() time.Duration { return 0 }
 
@@ -142,8 +117,8 @@ func (d *SeamDetector) DetectDelay() time.Duration { return 0 }
 func (d *SeamDetector) Stamp() uint64 { return 0 }
 
 // Log returns the calls logged since the last Log, then the waits removed
-// meanwhile (sorted), every problem found, and the edges and resources
-// left; and clears the log.
+// meanwhile (sorted), every problem found, and the number of waits left;
+// and clears the log.
 func (d *SeamDetector) Log() string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -159,7 +134,7 @@ func (d *SeamDetector) Log() string {
 	for _, p := range d.mu.problems {
 		sb.WriteString("PROBLEM: " + p + "\n")
 	}
-	fmt.Fprintf(&sb, "edges=%d resources=%d\n", len(d.mu.edges), len(d.mu.res))
+	fmt.Fprintf(&sb, "waits=%d\n", len(d.mu.edges))
 	d.mu.log, d.mu.problems = nil, nil
 	return sb.String()
 }
