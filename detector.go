@@ -71,7 +71,8 @@ type Waiter interface {
 	Txn() TxnID
 	// Active reports whether the wait may still be going on: false once
 	// it was granted or failed. It is a plain read (an atomic load) that
-	// takes no lock.
+	// takes no lock, and may be called at any time, also after the wait
+	// ended and the waiter was recycled.
 	Active() bool
 	// Blockers appends to dst, from the manager's live state, the
 	// transactions that block the lock the wait is for: its holders, and
@@ -86,9 +87,14 @@ type Waiter interface {
 	Blockers(dst []TxnID) ([]TxnID, bool)
 	// WaitsFor appends to dst whom the wait waits for directly, by the
 	// rule of WaitStatus.Blockers (its nearest conflicting requests
-	// queued ahead, or else its conflicting holders), leaving out requests
-	// whose wait has ended, and reports false if the wait is over. A
-	// detector confirms a cycle by it before it chooses a victim.
+	// queued ahead, or else its conflicting holders), as the lock will
+	// stand once every request whose wait has ended has left its queue
+	// and the queue has been granted again; it appends nothing if the
+	// wait would then be granted. It reports false if the wait is over.
+	// A detector confirms a cycle by it before it chooses a victim: a
+	// waiter queued behind a request that has just failed waits for that
+	// request's goroutine only, and is then granted or waits for someone
+	// else.
 	WaitsFor(dst []TxnID) ([]TxnID, bool)
 }
 

@@ -85,8 +85,8 @@ func (c *core) limits() limits {
 // to sleep, so no later search would start from it.
 func (c *core) check(w txnlock.Waiter) decision {
 	var d decision
-	for {
-		c.g.reset()
+	c.g.reset()
+	for unconfirmed := 0; ; {
 		root := c.g.node(w.Txn())
 		var e *edge
 		for _, x := range root.waits {
@@ -104,20 +104,28 @@ func (c *core) check(w txnlock.Waiter) decision {
 		c.stats.Steps += uint64(res.steps)
 		switch {
 		case res.cycle != nil:
-			cycle := c.confirm(res.cycle)
+			cycle, bad := c.confirm(res.cycle)
 			if cycle == nil {
 				// Not a cycle now: an edge rests on a request that is
-				// leaving, or on one not yet reported. Leave it to a pass.
+				// leaving, or on one not yet reported. Search again
+				// without that edge, for another cycle through w; after
+				// a few, leave the rest to a pass.
 				c.stats.FalsePositivesAvoided++
-				c.passWanted = true
-				d.deferred = true
-				return d
+				if unconfirmed++; bad < 0 || unconfirmed > maxUnconfirmed {
+					c.passWanted = true
+					d.deferred = true
+					return d
+				}
+				from, to := res.cycle[bad], res.cycle[(bad+1)%len(res.cycle)].txn
+				from.blockers = slices.DeleteFunc(slices.Clone(from.blockers), func(t txnlock.TxnID) bool { return t == to })
+				continue
 			}
 			b, _ := c.breakCycle(cycle, w)
 			d.merge(b)
 			if d.err != nil || len(b.reports) == 0 {
 				return d
 			}
+			c.g.reset() // a victim stopped waiting: read afresh
 			continue
 		case res.trip == "":
 			return d
@@ -146,29 +154,34 @@ func (c *core) check(w txnlock.Waiter) decision {
 	}
 }
 
+// maxUnconfirmed bounds the searches one check repeats after a cycle it
+// found was not confirmed.
+const maxUnconfirmed = 8
+
 // confirm re-reads each edge of a cycle found in a view from live state,
 // by the exact rule (Waiter.WaitsFor): cycle[i]'s wait must wait for
 // cycle[i+1]'s transaction directly, or through requests that themselves
 // wait (a request queued ahead of it on the same lock, which the
 // contraction left out). It returns the cycle with those requests in it,
-// each wait with whom it waits for directly, or nil if an edge is gone or
-// a member stopped waiting before the last edge was read.
-func (c *core) confirm(cycle []*edge) []*edge {
+// each wait with whom it waits for directly, or nil and the index of the
+// edge that is gone (-1: a member stopped waiting before the last edge was
+// read).
+func (c *core) confirm(cycle []*edge) ([]*edge, int) {
 	var out []*edge
 	for i, e := range cycle {
 		path := c.exactPath(e, cycle[(i+1)%len(cycle)].txn)
 		if path == nil {
-			return nil
+			return nil, i
 		}
 		out = append(out, path...)
 	}
 	out = simpleCycle(out)
 	for _, e := range out {
 		if !e.active() {
-			return nil
+			return nil, -1
 		}
 	}
-	return out
+	return out, 0
 }
 
 // exactPath returns the waits from wait e (the same wait, by waiter and
@@ -273,10 +286,10 @@ func entries(es []*edge) []txnlock.CycleEntry {
 // breaks it if it is there. It returns the snapshot wait to drop before
 // the pass searches its snapshot again: the victim's, or the first.
 func (c *core) resolve(cycle []*edge) (decision, *edge) {
-	live := c.confirm(cycle)
+	live, bad := c.confirm(cycle)
 	if live == nil {
 		c.stats.FalsePositivesAvoided++
-		return decision{}, cycle[0]
+		return decision{}, cycle[max(bad, 0)]
 	}
 	d, v := c.breakCycle(live, nil)
 	for _, e := range cycle {

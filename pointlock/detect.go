@@ -27,12 +27,14 @@ func (st *stripe) Blockers(w *lockwait.Waiter, dst []txnlock.TxnID) ([]txnlock.T
 	return w.Ext.(*locktable.Lock).AppendHolders(dst), true
 }
 
-// WaitsFor appends whom w waits for directly, by the rule of Status.
+// WaitsFor appends whom w waits for directly once its Lock has settled
+// (locktable.Lock.SettledWaitsFor): the detector's confirmation of an
+// edge.
 func (st *stripe) WaitsFor(w *lockwait.Waiter, dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !w.Active() {
 		return dst, false
 	}
-	return w.Ext.(*locktable.Lock).WaitsFor(dst, w), true
+	return w.Ext.(*locktable.Lock).SettledWaitsFor(dst, w), true
 }

@@ -253,3 +253,48 @@ func (l *Lock) appendHolderModes(dst []waitsfor.Holder) []waitsfor.Holder {
 	})
 	return dst
 }
+
+// SettledWaitsFor appends to dst whom w, a queued waiter, waits for once
+// the Lock has settled: once every waiter whose wait has ended has left
+// the queue and the queue has been granted again (Grants), as the
+// goroutines of those waiters are about to make it. It appends nothing if
+// w would then be granted. The detector confirms a cycle by it: a waiter
+// behind a request whose wait has just failed is either granted when
+// that request leaves or waits for someone else, never for the failed
+// request. It walks the queue up to w.
+func (l *Lock) SettledWaitsFor(dst []txnlock.TxnID, w *lockwait.Waiter) []txnlock.TxnID {
+	var hbuf [8]waitsfor.Holder
+	holders := l.appendHolderModes(hbuf[:0])
+	var ahead waitsAhead
+	var queued []waitsfor.Request // still waiting after the settling, ahead of w
+	lastX := -1
+	stopped := false // Grants would stop here: nobody after is granted
+	for q := l.Front(); q != nil; q = q.Next() {
+		if !q.Active() {
+			continue
+		}
+		txn, mode := q.Txn(), q.Lock.Mode
+		if stopped || waitsfor.Conflicts(holders, txn, mode) || (!q.Upgrade && ahead.blocks(txn, mode)) {
+			if q == w {
+				return waitsfor.Of(dst, holders, queued, lastX, txn, mode, q.Upgrade)
+			}
+			ahead.add(txn, mode)
+			if mode == txnlock.Exclusive {
+				lastX = len(queued)
+			}
+			queued = append(queued, waitsfor.Request{Txn: txn, Mode: mode, Upgrade: q.Upgrade})
+			next := q.Next()
+			stopped = stopped || (ahead.xMulti && (next == nil || !next.Upgrade)) || heldExclusive(holders)
+			continue
+		}
+		if q == w {
+			return dst // granted when the Lock settles
+		}
+		holders = waitsfor.Grant(holders, txn, mode)
+	}
+	return dst
+}
+
+func heldExclusive(holders []waitsfor.Holder) bool {
+	return len(holders) == 1 && holders[0].Mode == txnlock.Exclusive
+}

@@ -268,3 +268,28 @@ func (s *txnSet) add(t txnlock.TxnID) {
 
 // other reports whether the set has a member other than t.
 func (s *txnSet) other(t txnlock.TxnID) bool { return s.multi || (s.one != 0 && s.one != t) }
+
+// Conflicts reports whether a holder other than txn holds the lock in a
+// mode that conflicts with mode.
+func Conflicts(holders []Holder, txn txnlock.TxnID, mode txnlock.Mode) bool {
+	for _, h := range holders {
+		if h.Txn != txn && !h.Mode.Compatible(mode) {
+			return true
+		}
+	}
+	return false
+}
+
+// Grant returns holders with txn holding the lock in mode: added, or its
+// mode raised.
+func Grant(holders []Holder, txn txnlock.TxnID, mode txnlock.Mode) []Holder {
+	for i := range holders {
+		if holders[i].Txn == txn {
+			if mode == txnlock.Exclusive {
+				holders[i].Mode = mode
+			}
+			return holders
+		}
+	}
+	return append(holders, Holder{Txn: txn, Mode: mode})
+}
