@@ -30,7 +30,7 @@
 //	            wait leaves its queue in abandon
 //	points.go   a stripe's point keys (its locktable.Table of Locks, the
 //	            ordered index), their grants and releases; the point
-//	            queue: its re-check and grants, its shared detector resource
+//	            queue: its re-check and grants, a key's holders
 //	wide.go     wide requests: the every-stripe sections, whom a wide
 //	            request waits for, the wide waiter list, the re-check and
 //	            grant of wide waiters
@@ -84,23 +84,30 @@
 //
 // # Deadlock seam
 //
-// Point waiters of one key with no wide waiter ahead share one detector
-// resource whose blockers are the key's holders, as in pointlock (exact by
-// txnlock.Detector's contraction argument; see points.go): a release on a
-// hot key costs one SetBlockers. A point waiter behind an overlapping wide
-// waiter, and every wide waiter, has a resource of its own with every
-// conflict as blockers. Block and Unblock run in lockwait.Waiter.Wait,
-// with no latch held.
+// The detector asks; the manager does not tell (detect.go). A waiter is
+// queued with its family's lockwait.Source, and the detector asks it,
+// whenever a search needs it, whom the wait is blocked by and whom it
+// waits for, answered from the live lock table under the latches of the
+// waiter's queue (its stripe; every stripe for a wide waiter). A point
+// waiter with no overlapping wide waiter ahead is blocked by its key's
+// holders, point and wide, as in pointlock: its queue is not walked (exact
+// by the contraction argument of txnlock.Waiter.Blockers; see points.go).
+// A point waiter behind an overlapping wide waiter, and every wide waiter,
+// is answered with its own conflicts: the holders and the requests queued
+// ahead. Grants and releases cost the detector nothing; Block and Unblock
+// run in lockwait.Waiter.Wait, with no latch held.
 //
 // # Lock order
 //
 //	Manager.admin ─▶ stripe latches of one family, in index order
 //	                 ─▶ a transaction-table shard latch
-//	                 ─▶ the Detector's own mutex
+//	the Detector's locks ─▶ stripe latches (its questions: detect.go)
 //
-// A path that holds one stripe latch and needs them all drops it first
-// (recheckWide). The ordered indexes and the wide waiter list change with
-// every stripe latch held and are read with any one. Latches
+// The detector may ask with its own locks held; the manager never calls
+// it with a latch held, but for Detector.Stamp, which takes no lock. A
+// path that holds one stripe latch and needs them all drops it
+// first (recheckWide). The ordered indexes and the wide waiter list change
+// with every stripe latch held and are read with any one. Latches
 // (internal/latch) spin briefly before they sleep.
 //
 // # Memory and escalation

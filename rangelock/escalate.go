@@ -27,7 +27,6 @@ func (f *family) escalate() {
 	}
 	f.orderPointsLocked() // mayJoinLocked scans points by range
 	f.escalations++
-	merged := false
 	for _, txn := range f.m.txns.inFamily(f) {
 		for _, run := range f.exclusiveRunsLocked(txn) {
 			hull, err := txnlock.RangeFromBounds(run[0].Start(), run[len(run)-1].End())
@@ -39,15 +38,10 @@ func (f *family) escalate() {
 			for _, sp := range f.m.txns.pointsIn(txn, f) {
 				f.stripes[sp.idx].releasePointsInLocked(txn, &sp.list, hull) // covered now
 			}
-			merged = true
 		}
 	}
 	for i := range f.stripes {
 		f.stripes[i].syncMemExactLocked(&f.m.mem)
-	}
-	if merged && f.m.det != nil {
-		// Waiters that overlap a merged lock now wait for its owner too.
-		f.forEachWaiterLocked(f.refreshWaiterLocked)
 	}
 }
 

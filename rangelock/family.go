@@ -33,6 +33,8 @@ type family struct {
 	wideSeen bool
 	// dead is ErrUnknownColumnFamily once dropped, ErrClosed once closed.
 	dead error
+	// src answers the detector about f's waiters (detect.go); immutable.
+	src detectorSource
 
 	// seq orders waiters across stripes: a waiter takes the next value
 	// under the lock(s) that link it, so seq order is the order in which
@@ -92,6 +94,7 @@ type stripeState struct {
 
 func newFamily(m *Manager, cf txnlock.ColumnFamily) *family {
 	f := &family{id: cf, m: m, stripes: make([]stripe, m.opts.Stripes)}
+	f.src.f = f
 	for i := range f.stripes {
 		s := &f.stripes[i]
 		s.f, s.idx = f, int32(i)

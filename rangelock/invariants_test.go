@@ -15,8 +15,9 @@ import (
 //   - the ordered index, if there, holds exactly the table's Locks;
 //   - every holder is at its slot in its transaction's Holds for the
 //     stripe, and every hold of those Holds is on a Lock of the table;
-//   - every queued waiter names its Lock, Det().Own counts those with a
-//     resource of their own, and waiters sharing a resource have one;
+//   - every queued waiter names its Lock, Det().Own counts those that are
+//     not shared, and no shared one has an overlapping wide waiter queued
+//     before it (the detector's Blockers of it are its key's holders);
 //   - the held count and the point memory match the Locks.
 func (m *Manager) checkInvariants() error {
 	if m.closed.Load() {
@@ -109,7 +110,7 @@ func (f *family) checkLockLocked(s *stripe, h uint64, l *locktable.Lock) error {
 			return err
 		}
 	}
-	own, shared := 0, false
+	own := 0
 	for lw := l.Front(); lw != nil; lw = lw.Next() {
 		w := waiterOf(lw)
 		switch {
@@ -117,19 +118,26 @@ func (f *family) checkLockLocked(s *stripe, h uint64, l *locktable.Lock) error {
 			return fmt.Errorf("key %q: a waiter of %v names another Lock", key, w.txn)
 		case !w.shared:
 			own++
-		default:
-			shared = true
+		case f.wideWaiterAheadLocked(w):
+			return fmt.Errorf("key %q: shared waiter of %v behind a wide waiter", key, w.txn)
 		}
 	}
 	if l.Queued() == 0 {
 		return nil
 	}
-	det := l.Det()
-	if det.Own != own {
+	if det := l.Det(); det.Own != own {
 		return fmt.Errorf("key %q: Own is %d, counted %d", key, det.Own, own)
 	}
-	if shared && f.m.det != nil && det.Res == 0 {
-		return fmt.Errorf("key %q: waiters share no detector resource", key)
-	}
 	return nil
+}
+
+// wideWaiterAheadLocked reports whether a linked wide waiter that overlaps
+// point waiter w was queued before it.
+func (f *family) wideWaiterAheadLocked(w *waiter) bool {
+	found := false
+	f.wideIdx.overlapping(w.r, func(v *waiter) bool {
+		found = v.seq < w.seq
+		return !found
+	})
+	return found
 }

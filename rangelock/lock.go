@@ -134,12 +134,11 @@ type waiter struct {
 	// lock is a point waiter's key's Lock, whose queue holds lw.
 	lock *locktable.Lock
 	// shared: a point waiter that had no overlapping wide waiter ahead
-	// when it queued; it waits on its key's shared detector resource
-	// (lock.Det().Res). Otherwise (wide, or a wide waiter ahead)
-	// lw.Resource is its own and blockers is what the detector was last
-	// told about it.
-	shared   bool
-	blockers []txnlock.TxnID
+	// when it queued. The detector's Blockers of it are its key's holders
+	// (the contraction; see detect.go). Otherwise (wide, or a wide waiter
+	// ahead) they are its own conflicts, blockersLocked, and the key's
+	// Lock counts it in Det().Own.
+	shared bool
 }
 
 func waiterOf(lw *lockwait.Waiter) *waiter { return lw.Ext.(*waiter) }
@@ -241,21 +240,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 	}
 	if !blocked {
 		f.acquireLocked(q, l)
-		if !q.upgrade || f.m.det == nil {
-			f.unlockReqLocks(q)
-			return nil, nil
-		}
-		// Shared requests waiting on what was upgraded now wait for
-		// q.txn too: tell the detector.
-		if !q.point() {
-			f.refreshAfterUpgradeLocked(q)
-			f.unlockStripes()
-			return nil, nil
-		}
-		rs := []txnlock.Range{q.r}
-		wide := f.wide.Len() > 0 && f.wideOverlapsLocked(rs)
 		f.unlockReqLocks(q)
-		f.recheckWide(wide, rs)
 		return nil, nil
 	}
 	if timeout == txnlock.NoWait {
@@ -334,18 +319,18 @@ func (f *family) acquireLocked(q *request, l *locktable.Lock) {
 		s.grantPointLocked(l, q.tp, q.mode, nil)
 		s.counters.Acquired++
 		s.syncMemLocked(&f.m.mem)
-		// A new holder, or a stronger mode, of a key with waiters.
-		f.refreshQueueLocked(s, l)
 		return
 	}
 	f.acquireWideLocked(q.txn, q.r, q.mode)
 	f.wideCounters.Acquired++
 }
 
-// enqueueLocked queues q and tells the detector what it waits for: a wide
-// request behind every wide waiter, a point request in its key's queue (l,
-// or a new Lock if nil; locktable.Lock.Enqueue puts an upgrade at the
-// front).
+// enqueueLocked queues q: a wide request behind every wide waiter, a point
+// request in its key's queue (l, or a new Lock if nil;
+// locktable.Lock.Enqueue puts an upgrade at the front). With a detector it
+// gives the waiter what the wait's report needs: its family's
+// lockwait.Source, the Source's answer to Blockers now, a stamp and the
+// count of locks its transaction holds.
 func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 	now := f.m.clock.Now()
 	w := &waiter{request: *q}
@@ -355,7 +340,6 @@ func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 	w.lw.Upgrade = q.upgrade
 	w.lw.Ext = w
 	w.seq = f.seq.Add(1)
-	held := 0
 	if w.point() {
 		w.key, _ = w.r.PointKey()
 		s := &f.stripes[w.stripe]
@@ -369,31 +353,36 @@ func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 		}
 		l.Enqueue(w.lw)
 		s.counters.BeginWait()
-		held = q.tp.Len() + s.tree.TxnCount(q.txn)
 	} else {
 		w.key = nil
 		f.wide.PushBack(w.lw)
 		f.wideIdx.insert(w)
 		f.wideCounters.BeginWait()
-		held = f.stripes[0].tree.TxnCount(q.txn)
-		for _, sp := range f.m.txns.pointsIn(q.txn, f) {
-			held += sp.list.Len()
-		}
 	}
 	if det := f.m.det; det != nil {
-		if w.shared {
-			w.lw.Resource = f.sharedResourceLocked(&f.stripes[w.stripe], w.lock)
-		} else {
-			// Its own resource, with every conflict as its blockers
-			// (computed after w was linked: w is not ahead of itself).
-			w.blockers = f.blockersLocked(&w.request, w.seq, nil)
-			w.lw.Resource = det.NewResource()
-			det.SetBlockers(w.lw.Resource, w.blockers)
-		}
-		w.lw.LocksHeld = held // Wait reports the wait (Block)
-		w.lw.Stamp = det.Stamp()
+		lw := w.lw
+		lw.Src = &f.src
+		// Computed after w was linked: w is not ahead of itself.
+		lw.Blocked = f.detBlockersLocked(w, lw.Blocked[:0])
+		lw.Stamp = det.Stamp()
+		lw.LocksHeld = f.locksHeldLocked(q) // Wait reports the wait (Block)
 	}
 	return w
+}
+
+// locksHeldLocked returns how many locks q.txn holds in f, for the
+// detector's victim policy: its points in q's stripe and its wide locks
+// for a point request, every point and wide lock for a wide one. q's
+// lock(s) are held.
+func (f *family) locksHeldLocked(q *request) int {
+	if q.point() {
+		return q.tp.Len() + f.stripes[q.stripe].tree.TxnCount(q.txn)
+	}
+	held := f.stripes[0].tree.TxnCount(q.txn)
+	for _, sp := range f.m.txns.pointsIn(q.txn, f) {
+		held += sp.list.Len()
+	}
+	return held
 }
 
 // waitsForLocked appends to dst whom q, at queue position seq, waits for,
@@ -442,9 +431,9 @@ func (f *family) waitsForLocked(q *request, seq uint64, l *locktable.Lock, self 
 	return f.holderConflictsLocked(q, dst)
 }
 
-// abandon unlinks waiter w after its wait failed with err, tells the
-// detector, and re-checks the waiters that were queued behind it. It
-// returns what blocked w at the end.
+// abandon unlinks waiter w after its wait failed with err (Wait has
+// removed it from the detector) and re-checks the waiters that were
+// queued behind it. It returns what blocked w at the end.
 func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 	var blockers []txnlock.TxnID
 	finish := func(c *lockwait.Counters) {
@@ -453,9 +442,6 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 			blockers = f.waitsForLocked(&w.request, w.seq, w.lock, w.lw, nil)
 		}
 		c.EndWait(err, w.lw.Since, f.m.clock.Now())
-		if det := f.m.det; det != nil && !w.shared {
-			det.DropResource(w.lw.Resource) // Wait has unblocked w
-		}
 	}
 	rs := []txnlock.Range{w.r}
 	if w.point() {
@@ -471,8 +457,8 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 		if l.Empty() {
 			s.dropLocked(w.h, l)
 		}
-		// Every overlapping wide waiter, not only those behind w: an
-		// upgrade granted just now may block them.
+		// The overlapping wide waiters: those queued behind w may wait
+		// for it no more.
 		wide := f.wide.Len() > 0 && f.wideOverlapsLocked(rs)
 		s.mu.Unlock()
 		f.recheckWide(wide, rs)

@@ -27,8 +27,8 @@ import (
 // its slot in the stripe's table (hashKey).
 //
 // The second half of the file is the point queue: what a point request
-// waits for, the re-check and grants of point waiters, and their shared
-// detector resource.
+// waits for, the re-check and grants of point waiters, and the holders of
+// a key, which the detector asks for (keyHoldersLocked).
 
 // hashKey returns the hash of point key k (its place in a stripe's table,
 // from the high bits) and its stripe (from the low bits; with the test
@@ -258,21 +258,23 @@ func (s *stripe) releasePointsInLocked(txn txnlock.TxnID, holds *locktable.Holds
 // (Lock.Grants); what the Lock does not know — the wide locks in the
 // stripe's locktree and the wide waiters — the stripe tells it.
 //
-// Point waiters of one key share one detector resource, as in pointlock:
-// its blockers are the key's holders (point holders and the holders of
-// overlapping wide locks; Lock.Det keeps it). That is exact for deadlock
-// detection by the contraction argument of txnlock.Detector: a point
-// waiter with no wide waiter ahead of it waits for the key's holders and
-// for the same-key waiters queued ahead, and those wait for nothing but
-// the key's holders (or for same-key waiters ahead of them, which wait for
-// the holders), so the queue adds no cycle the holders do not close. A
-// release then costs one SetBlockers for the key, not one per waiter.
+// The deadlock detector asks a point waiter with no overlapping wide
+// waiter queued ahead of it (waiter.shared) for its key's holders only:
+// point holders and the holders of wide locks over the key
+// (keyHoldersLocked). That is exact for deadlock detection by the
+// contraction argument of txnlock.Waiter.Blockers: such a waiter waits for
+// the key's holders and for the same-key waiters queued ahead, and those
+// wait for nothing but the key's holders (or for same-key waiters ahead of
+// them, which wait for the holders), so the queue adds no cycle the
+// holders do not close. The answer costs a look at the holders, never a
+// walk of the queue, and a grant or release on a hot key costs the
+// detector nothing.
 //
 // A point waiter that finds an overlapping wide waiter queued ahead of it
-// (which may wait for other keys' holders) keeps a resource of its own
-// with its exact blockers, as wide waiters do (waiter.shared is false);
-// wide waiters queued later never get ahead of it, so the choice made when
-// it queues stays right.
+// (which may wait for other keys' holders) is answered with its own exact
+// conflicts (blockersLocked), as wide waiters are (waiter.shared is
+// false); wide waiters queued later never get ahead of it, so the choice
+// made when it queues stays right.
 
 // pointBlockedLocked reports whether point request q (not yet queued)
 // must wait, by its key's Lock l (nil: the key has none) and what l does
@@ -319,14 +321,15 @@ func (f *family) wideConflictAheadLocked(q *request, seq uint64) bool {
 
 // recheckQueueLocked re-checks the point waiters of l, after something on
 // its key was released or a waiter left: it grants, in queue order, each
-// that l's Grants lets through, then refreshes the detector. What keeps a
-// waiter outside l (blocked): a conflicting wide lock, and, for a waiter
-// with a resource of its own that is not an upgrade, a conflicting wide
-// waiter queued before it. The walk stops as soon as no later waiter can
-// be granted (a key held Exclusive, by a point or a wide lock, stops it
-// at the first blocked waiter), so a waiter that leaves a long queue
-// costs O(1), not a scan of it. A closed family grants nothing. s is
-// held.
+// that l's Grants lets through. What keeps a waiter outside l (blocked): a
+// conflicting wide lock, and, for a waiter that is not shared (it queued
+// behind an overlapping wide waiter) and not an upgrade, a conflicting
+// wide waiter queued before it; l.Det().Own counts the waiters that are
+// not shared, so a key with neither needs no blocked. The walk stops as
+// soon as no later waiter can be granted (a key held Exclusive, by a point
+// or a wide lock, stops it at the first blocked waiter), so a waiter that
+// leaves a long queue costs O(1), not a scan of it. A closed family grants
+// nothing. s is held.
 func (f *family) recheckQueueLocked(s *stripe, l *locktable.Lock) {
 	if f.dead != nil {
 		return
@@ -347,7 +350,6 @@ func (f *family) recheckQueueLocked(s *stripe, l *locktable.Lock) {
 			f.grantPointWaiterLocked(s, l, waiterOf(lw))
 		}
 	}
-	f.refreshQueueLocked(s, l)
 }
 
 // grantPointWaiterLocked grants w, a point waiter of l that Grants
@@ -365,27 +367,18 @@ func (f *family) grantPointWaiterLocked(s *stripe, l *locktable.Lock, w *waiter)
 	s.counters.Acquired++
 	s.counters.EndWait(nil, since, f.m.clock.Now())
 	s.syncMemLocked(&f.m.mem)
-	if det := f.m.det; det != nil && !w.shared {
-		// The waiter unblocks itself when it wakes (lockwait.Waiter.Wait).
-		det.DropResource(lw.Resource)
-	}
 	f.leftQueueLocked(l, w)
 	// Touch lw no more after Wake: its goroutine may recycle it at once
 	// (lockwait.Waiter.Release).
 	lw.Wake()
 }
 
-// leftQueueLocked does the bookkeeping of l's detector state once point
-// waiter w is out of l's queue (granted or gone): w's count if it had a
-// resource of its own, and the shared resource once the queue is empty.
+// leftQueueLocked does the bookkeeping of l once point waiter w is out of
+// l's queue (granted or gone): l.Det().Own counts w no more if it was not
+// shared.
 func (f *family) leftQueueLocked(l *locktable.Lock, w *waiter) {
-	det := l.Det()
 	if !w.shared {
-		det.Own--
-	}
-	if l.Queued() == 0 && det.Res != 0 {
-		f.m.det.DropResource(det.Res)
-		det.Res, det.Told = 0, det.Told[:0]
+		l.Det().Own--
 	}
 }
 
@@ -433,19 +426,6 @@ func (f *family) wideWaiterOverlapsLocked(r txnlock.Range) bool {
 	return found
 }
 
-// sharedResourceLocked returns the detector resource shared by l's
-// waiters, creating it with the key's holders as blockers. s, l's stripe,
-// is held; the manager has a detector.
-func (f *family) sharedResourceLocked(s *stripe, l *locktable.Lock) txnlock.ResourceID {
-	det := l.Det()
-	if det.Res == 0 {
-		det.Res = f.m.det.NewResource()
-		det.Told = s.keyHoldersLocked(l, det.Told[:0])
-		f.m.det.SetBlockers(det.Res, det.Told)
-	}
-	return det.Res
-}
-
 // keyHoldersLocked appends to dst every holder of l's key, in any mode,
 // once each, sorted: its point holders and the holders of wide locks over
 // it. s is held.
@@ -460,41 +440,6 @@ func (s *stripe) keyHoldersLocked(l *locktable.Lock, dst []txnlock.TxnID) []txnl
 		})
 	}
 	return sortUnique(dst, base)
-}
-
-// refreshKeyLocked tells the detector about a changed set of holders of
-// l's key, if its waiters share a resource. s is held.
-func (f *family) refreshKeyLocked(s *stripe, l *locktable.Lock) {
-	if l.Queued() == 0 {
-		return
-	}
-	det := l.Det()
-	if det.Res == 0 {
-		return
-	}
-	var buf [8]txnlock.TxnID
-	if hs := s.keyHoldersLocked(l, buf[:0]); !slices.Equal(hs, det.Told) {
-		det.Told = append(det.Told[:0], hs...)
-		f.m.det.SetBlockers(det.Res, det.Told)
-	}
-}
-
-// refreshQueueLocked refreshes what the detector knows of l's waiters
-// (without granting any): the shared resource's blockers, and those of
-// the waiters with a resource of their own. s is held.
-func (f *family) refreshQueueLocked(s *stripe, l *locktable.Lock) {
-	if f.m.det == nil || l.Queued() == 0 {
-		return
-	}
-	f.refreshKeyLocked(s, l)
-	if l.Det().Own == 0 {
-		return
-	}
-	for lw := l.Front(); lw != nil; lw = lw.Next() {
-		if w := waiterOf(lw); !w.shared {
-			f.refreshWaiterLocked(w)
-		}
-	}
 }
 
 func sortUnique(dst []txnlock.TxnID, base int) []txnlock.TxnID {

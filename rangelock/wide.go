@@ -81,10 +81,11 @@ func (f *family) wideBlockedLocked(q *request) bool {
 // overlapping locks, then, unless q is an upgrade, the transactions of the
 // still waiting, incompatible, overlapping requests queued ahead of it
 // (a transaction that is both is listed once, as a holder). Each part is
-// sorted by TxnID so that reports do not depend on stripes. This is the
-// detector's view of a waiter with a resource of its own (every conflict);
-// Status and error reports list the nearest ones (waitsForLocked). The
-// stripe of a point request is held; every stripe for a wide request.
+// sorted by TxnID so that reports do not depend on stripes. This is what
+// the detector's Blockers answers for a waiter that is not shared (every
+// conflict; see detect.go); Status and error reports list the nearest ones
+// (waitsForLocked). The stripe of a point request is held; every stripe
+// for a wide request.
 func (f *family) blockersLocked(q *request, seq uint64, dst []txnlock.TxnID) []txnlock.TxnID {
 	base := len(dst)
 	dst = f.holderConflictsLocked(q, dst)
@@ -298,16 +299,6 @@ func (f *family) acquireWideLocked(txn txnlock.TxnID, r txnlock.Range, mode txnl
 		s.tree.Acquire(txn, r, mode)
 		s.syncMemLocked(&f.m.mem)
 	}
-	if f.m.det != nil {
-		// Point waiters on keys in r now wait for txn too.
-		for i := range f.stripes {
-			s := &f.stripes[i]
-			s.queuedLocked(r, func(l *locktable.Lock) bool {
-				f.refreshKeyLocked(s, l)
-				return true
-			})
-		}
-	}
 }
 
 // wideOverlapsLocked reports whether a waiting wide request overlaps one
@@ -346,24 +337,15 @@ func (f *family) recheckWideLocked(rs []txnlock.Range) {
 }
 
 // recheckWideWaiterLocked re-evaluates wide waiter w after something it
-// overlaps was released or left the queue: it grants w if nothing blocks
-// it any more, else it tells the detector about a changed set of
-// blockers. Every stripe is held.
+// overlaps was released or left the queue, and grants w if nothing blocks
+// it any more. Every stripe is held.
 func (f *family) recheckWideWaiterLocked(w *waiter) {
 	if !w.lw.Active() {
 		return // failed: its goroutine unlinks it and re-checks
 	}
 	var buf [8]txnlock.TxnID
-	b := f.blockersLocked(&w.request, w.seq, buf[:0])
-	if len(b) == 0 {
+	if len(f.blockersLocked(&w.request, w.seq, buf[:0])) == 0 {
 		f.grantWideLocked(w)
-		return
-	}
-	if !slices.Equal(b, w.blockers) {
-		w.blockers = slices.Clone(b)
-		if det := f.m.det; det != nil {
-			det.SetBlockers(w.lw.Resource, w.blockers)
-		}
 	}
 }
 
@@ -381,65 +363,10 @@ func (f *family) grantWideLocked(w *waiter) {
 	f.m.txns.noteWide(w.txn, f)
 	f.wide.Remove(lw)
 	f.wideIdx.remove(w)
-	if det := f.m.det; det != nil {
-		// The waiter unblocks itself when it wakes (lockwait.Waiter.Wait).
-		det.DropResource(lw.Resource)
-	}
 	f.acquireWideLocked(w.txn, w.r, w.mode)
 	f.wideCounters.Acquired++
 	f.wideCounters.EndWait(nil, lw.Since, f.m.clock.Now())
-	upgrade := w.upgrade
 	// Touch lw no more after Wake: its goroutine may recycle it at once
 	// (lockwait.Waiter.Release). w itself is not recycled.
 	lw.Wake()
-	if upgrade {
-		f.refreshAfterUpgradeLocked(&w.request)
-	}
-}
-
-// refreshWaiterLocked tells the detector about a changed set of blockers
-// of waiter w, without granting it (callers that iterate queues use it
-// when nothing was released, so nothing can become grantable): its own
-// resource's blockers (a wide waiter, or a point waiter behind a wide
-// one), or its key's shared resource. w's lock(s) are held.
-func (f *family) refreshWaiterLocked(w *waiter) {
-	det := f.m.det
-	if det == nil || !w.lw.Active() {
-		return
-	}
-	if w.shared {
-		f.refreshKeyLocked(&f.stripes[w.stripe], w.lock)
-		return
-	}
-	var buf [8]txnlock.TxnID
-	if b := f.blockersLocked(&w.request, w.seq, buf[:0]); len(b) > 0 && !slices.Equal(b, w.blockers) {
-		w.blockers = slices.Clone(b)
-		det.SetBlockers(w.lw.Resource, w.blockers)
-	}
-}
-
-// refreshAfterUpgradeLocked refreshes the blockers of the waiters that a
-// wide upgrade of q just granted may block: every waiter overlapping q.r.
-// (A point upgrade refreshes its key's queue as it is granted; the wide
-// waiters over the key are re-checked by the caller, with every stripe
-// held.) Every stripe is held.
-func (f *family) refreshAfterUpgradeLocked(q *request) {
-	if f.m.det == nil {
-		return
-	}
-	for i := range f.stripes {
-		s := &f.stripes[i]
-		s.queuedLocked(q.r, func(l *locktable.Lock) bool {
-			f.refreshQueueLocked(s, l)
-			return true
-		})
-	}
-	var ws []*waiter
-	f.wideIdx.overlapping(q.r, func(w *waiter) bool {
-		ws = append(ws, w)
-		return true
-	})
-	for _, w := range ws {
-		f.refreshWaiterLocked(w)
-	}
 }

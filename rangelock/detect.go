@@ -1,0 +1,82 @@
+package rangelock
+
+import (
+	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/lockwait"
+)
+
+// The deadlock detector asks; rangelock tells it nothing. A queued waiter
+// carries its family's detectorSource (lockwait.Waiter.Src), and the
+// detector, from any goroutine and with no latch of the manager held, asks
+// it whom the wait is blocked by (Blockers) and whom it waits for directly
+// (WaitsFor). Each answer comes from the live lock table, under the
+// latches that guard the waiter's queue: its stripe's latch for a point
+// waiter, every stripe latch of the family, in index order, for a wide
+// waiter (a search is rare, and a wide waiter's conflicts are spread over
+// the stripes). A grant, a release or an escalation costs the detector
+// nothing.
+//
+// Blockers is contracted: a shared point waiter (no overlapping wide
+// waiter was queued ahead of it) is blocked by its key's holders, point
+// and wide (keyHoldersLocked); its queue is not walked (points.go says why
+// that is exact). A point waiter queued behind an overlapping wide waiter,
+// and a wide waiter, are answered with their own conflicts
+// (blockersLocked): the holders they conflict with and the conflicting
+// requests queued ahead. WaitsFor is waitsForLocked, the rule of
+// txnlock.WaitStatus.Blockers.
+
+// detectorSource answers the detector's questions about the waiters of
+// one family (lockwait.Source).
+type detectorSource struct{ f *family }
+
+var _ lockwait.Source = (*detectorSource)(nil)
+
+// Blockers appends to dst the transactions that block lw's lock, and
+// reports false if lw no longer waits (granted, failed, or its family
+// closed or dropped).
+func (d *detectorSource) Blockers(lw *lockwait.Waiter, dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
+	f, w := d.f, waiterOf(lw)
+	if !f.lockWaiting(w) {
+		return dst, false
+	}
+	dst = f.detBlockersLocked(w, dst)
+	f.unlockReqLocks(&w.request)
+	return dst, true
+}
+
+// WaitsFor appends to dst whom lw waits for directly (waitsForLocked),
+// and reports false if lw no longer waits.
+func (d *detectorSource) WaitsFor(lw *lockwait.Waiter, dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
+	f, w := d.f, waiterOf(lw)
+	if !f.lockWaiting(w) {
+		return dst, false
+	}
+	dst = f.waitsForLocked(&w.request, w.seq, w.lock, w.lw, dst)
+	f.unlockReqLocks(&w.request)
+	return dst, true
+}
+
+// lockWaiting takes the lock(s) that guard waiter w's queue and reports
+// whether w still waits there; if not, it releases them again. Under
+// those locks an active waiter is linked: only a holder of them grants it,
+// and a failed waiter stays linked until its goroutine takes them to
+// leave. A closed or dropped family has failed its waiters.
+func (f *family) lockWaiting(w *waiter) bool {
+	f.lockReqLocks(&w.request)
+	if f.dead != nil || !w.lw.Active() {
+		f.unlockReqLocks(&w.request)
+		return false
+	}
+	return true
+}
+
+// detBlockersLocked appends to dst what the detector's Blockers answers
+// for waiter w, which is linked: its key's holders if w is shared (w's
+// own transaction among them if it upgrades), else its own conflicts.
+// w's lock(s) are held.
+func (f *family) detBlockersLocked(w *waiter, dst []txnlock.TxnID) []txnlock.TxnID {
+	if w.shared {
+		return f.stripes[w.stripe].keyHoldersLocked(w.lock, dst)
+	}
+	return f.blockersLocked(&w.request, w.seq, dst)
+}
