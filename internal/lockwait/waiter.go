@@ -72,8 +72,8 @@ func New(txn txnlock.TxnID, lock txnlock.LockRef, since time.Time) *Waiter {
 // Wait has returned and w is unlinked from its queue, when nothing else
 // uses w: a granter does not touch a waiter after Wake, the
 // managers fail queued waiters only under the lock that guards the queue,
-// and a detector fails a waiter only while its wait is in the graph,
-// before Wait's Unblock (a background snapshot may still name w, but
+// and a detector calls w's methods only while its wait is reported, before
+// Wait's Unblock returns (a background snapshot may still name w, but
 // compares it and calls none of its methods but Active, an atomic read).
 // Release is optional (dropping w is correct too); w must not be used
 // after it.

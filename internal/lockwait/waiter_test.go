@@ -179,7 +179,8 @@ func TestReleaseRecycles(t *testing.T) {
 	for _, end := range []string{"granted", "failed", "signalled, never waited"} {
 		t.Run(end, func(t *testing.T) {
 			w := newW(7)
-			w.Upgrade, w.Resource, w.LocksHeld, w.Ext = true, 3, 4, "x"
+			w.Upgrade, w.LocksHeld, w.Ext, w.Stamp = true, 4, "x", 5
+			w.Blocked = append(w.Blocked, 3)
 			switch end {
 			case "granted":
 				require.True(t, grant(w))
@@ -199,7 +200,9 @@ func TestReleaseRecycles(t *testing.T) {
 				require.True(t, v.Active())
 				require.NoError(t, v.Err())
 				require.False(t, v.Upgrade)
-				require.Zero(t, v.Resource)
+				require.Empty(t, v.Blocked)
+				require.Nil(t, v.Src)
+				require.Zero(t, v.Stamp)
 				require.Zero(t, v.LocksHeld)
 				require.Nil(t, v.Ext)
 				require.False(t, v.Queued())
