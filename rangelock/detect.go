@@ -22,8 +22,13 @@ import (
 // that is exact). A point waiter queued behind an overlapping wide waiter,
 // and a wide waiter, are answered with their own conflicts
 // (blockersLocked): the holders they conflict with and the conflicting
-// requests queued ahead. WaitsFor is waitsForLocked, the rule of
-// txnlock.WaitStatus.Blockers.
+// requests queued ahead. WaitsFor, by which the detector confirms a
+// cycle, is the rule of txnlock.WaitStatus.Blockers (waitsForLocked) for a
+// shared point waiter, whose queue holds nothing but point requests of its
+// key, and its own conflicts (blockersLocked) for the others: a range may
+// wait for a conflicting holder through requests that wait for other keys
+// too, which the nearest-requests rule leaves to be reached transitively,
+// through waits the detector may not see yet.
 
 // detectorSource answers the detector's questions about the waiters of
 // one family (lockwait.Source).
@@ -44,14 +49,18 @@ func (d *detectorSource) Blockers(lw *lockwait.Waiter, dst []txnlock.TxnID) ([]t
 	return dst, true
 }
 
-// WaitsFor appends to dst whom lw waits for directly (waitsForLocked),
-// and reports false if lw no longer waits.
+// WaitsFor appends to dst whom lw waits for directly, and reports false
+// if lw no longer waits.
 func (d *detectorSource) WaitsFor(lw *lockwait.Waiter, dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
 	f, w := d.f, waiterOf(lw)
 	if !f.lockWaiting(w) {
 		return dst, false
 	}
-	dst = f.waitsForLocked(&w.request, w.seq, w.lock, w.lw, dst)
+	if w.shared {
+		dst = f.waitsForLocked(&w.request, w.seq, w.lock, w.lw, dst)
+	} else {
+		dst = f.blockersLocked(&w.request, w.seq, dst)
+	}
 	f.unlockReqLocks(&w.request)
 	return dst, true
 }

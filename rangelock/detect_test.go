@@ -219,7 +219,7 @@ func TestSourceBehindWide(t *testing.T) {
 	require.Equal(t, ids(2), h.d.edge(t, 3).Blockers)
 	b, wf = ask(t, held)
 	require.Equal(t, ids(1, 2), b, "the holder and the wide waiter ahead")
-	require.Equal(t, ids(2), wf, "the nearest conflicting request ahead")
+	require.Equal(t, ids(1, 2), wf, "its own conflicts: the holder and the wide waiter ahead")
 	require.Equal(t, ids(1, 2), h.d.edge(t, 4).Blockers)
 }
 
