@@ -15,98 +15,86 @@
 //		fmt.Print(d.Report()) // InnoDB's LATEST DETECTED DEADLOCK, for each recent one
 //	}
 //
-// It finds every real cycle and bounds what looking costs. At the default
-// settings it reports no deadlock that is not there, but for one moment:
-// a waiter queued behind a request whose wait has just ended in failure
-// (a victim, a timeout, a cancellation), before that request has left its
-// queue, still counts as waiting for the lock's holders, so a cycle
-// through it can be reported then although the waiter is about to be
-// granted (TestTruthFailedWaiterAhead shows the shortest case).
+// It finds every real cycle, bounds what looking costs, and reports no
+// deadlock that is not there: every cycle is confirmed against the lock
+// tables before a victim is chosen.
 //
-// # The graph
+// # The detector asks
 //
-// Two kinds of node: transactions and resources (a lock with waiters). A
-// waiting transaction points at the resource it waits for; a resource
-// points at the transactions that block it (SetBlockers: its holders).
+// Managers tell the detector nothing when they grant, release or queue.
+// A waiter's own goroutine reports its wait (Block) with the holders it
+// was queued behind, and takes it back (Unblock) when the wait ends; in
+// between, a search that reaches the waiting transaction asks the waiter
+// whom it waits for (txnlock.Waiter.Blockers), and its manager answers
+// from its live lock table under its own latch. The reported waits are
+// kept in a table of slots hashed by transaction, each with its own small
+// mutex (registry.go), so a hot lock's waits never meet on one mutex.
 //
-//	 txn 7 ──┐
-//	 txn 8 ──┤  (queued, X)               ┌──▶ txn 2 ──▶ res b ──▶ txn 3 ...
-//	 txn 9 ──┼──▶ res a (key "k", cf 1) ──┤
-//	   ...   │                            └──▶ txn 4   (holders, S)
-//	txn 10k ─┘
+//	waiter's goroutine                 Detector
+//	  queued (manager latch released)
+//	  Block(wait, queued behind H) ──▶  slot(T): record the wait
+//	                                    slot(H): does H wait? no: done
+//	  sleeps ... granted
+//	  Unblock(wait) ─────────────────▶  slot(T): forget it
 //
-// # Why a queue of N waiters does not make a search walk N nodes
+// # The graph, contracted
 //
-// In a FIFO queue txn 9 also waits for txns 7 and 8 ahead of it. Drawing
-// those edges would make a search from a new waiter walk the whole queue,
-// and a search from each of N waiters walk O(N) nodes: O(N²) for the queue,
-// and InnoDB's "TOO DEEP OR LONG SEARCH" on a hot AUTO-INC lock. But the
-// waiters ahead wait for nothing but the same holders (a waiter waits in
-// one place), so every path through them leads to the holders anyway: the
-// resource node contracts the queue, and waiter → lock → holders is exact.
-// A search from txn 10k visits res a and its holders, and never a queued
-// waiter unless that waiter also holds something on the path. A cycle
-// through a queued waiter still shows, contracted: without that waiter,
-// which is as stuck as the rest. The search marks the resource once it has
-// followed its blockers, so N waiters reached through other paths still
-// expand it once. (A transaction that waits in two places at once breaks
-// the premise: a cycle that needs the edge from a later waiter to such a
-// transaction queued ahead of it is not seen, and ends by lock timeout.)
+// A search visits transactions. Following a wait of T means visiting the
+// blockers of the lock T waits for: its holders, and for a range whatever
+// else keeps that waiter (a conflicting range lock, a range waiter queued
+// ahead). Waiters queued on the same lock are not listed: each of them
+// waits, directly or through the ones ahead of it, for the same holders,
+// so a path through them leads where the holders lead. So a search from
+// the newest of 10,000 waiters on a hot lock visits the holder and what
+// the holder waits for, never the queue, and a search is linear in the
+// part of the graph it reaches: each transaction is expanded once.
 //
-// A transaction never blocks itself: following a resource reached from
-// txn T's wait skips T among its blockers (an upgrading holder is listed
-// among the holders of the lock it waits for, so two Shared holders that
-// both upgrade form the cycle 1 → k → 2 → k → 1). Such a "resource without
-// T" view is private to T, which a search visits once, so it needs no
-// mark. Each node is expanded at most once per search: a search is linear
-// in the part of the graph reachable from its start.
+// # Confirming a cycle
 //
-// # The life of a Check (Detection OnBlock, the default)
+// The contraction draws an edge from a waiter to the lock's holders even
+// where the waiter truly waits for a request ahead of it, and a search
+// reads the lock tables one latch at a time while they change. So a cycle
+// a search finds is a candidate: each edge is read again, exactly
+// (txnlock.Waiter.WaitsFor: whom the wait waits for directly, as its lock
+// will stand once the waits that already ended have left it), following
+// the requests in between through their own waits, and every member must
+// still wait after the last edge was read. The confirmed cycle, with those
+// requests in it, is what is reported; a candidate that fails is counted
+// (Stats.FalsePositivesAvoided), its edge is dropped and the search goes
+// on. The shortest false candidate: a Shared waiter behind an Exclusive
+// request that just failed, on a key held Shared, looks blocked by the
+// holders, but is granted as soon as the failed request leaves
+// (TestTruthFailedWaiterAhead).
 //
-//	manager (its lock held)         waiter (no manager lock), Waiter.Wait
-//	  queue the waiter,               (sleep DetectDelay first, if set)
-//	  NewResource, SetBlockers  ────▶ Block(waiter → res)
-//	                                    slot: w's txn blocks nothing? park
-//	                                          it; sleep, unpark once woken
-//	                                    mu: record the wait; does a blocker
-//	                                        of res itself wait?
-//	                                    no: sleep, Unblock once woken
-//	                                    yes: Check(w)
-//	                                      │ mu: depth-first search from w's wait
-//	                                      │     back to w's transaction
-//	         ┌────────────────────────────┼───────────────────┐
-//	         ▼ cycle                      ▼ none              ▼ a limit tripped
-//	  choose the victim, drop its     sleep            Defer: sleep, wake the
-//	  wait, record the history                         background pass
-//	  (requester: Check returns the                    AssumeDeadlock: Check
-//	   *DeadlockError; another txn:                    returns a DeadlockError
-//	   Waiter.Fail, under mu)                          with LimitExceeded
-//	         │
-//	         ▼ OnDeadlock(err), after mu
+// # When a cycle closes
 //
-// Block answers whether the wait needs a Check at all (a parked wait never
-// does). If no blocker of the resource is waiting, no cycle runs through
-// the new wait: one can
-// only form later, when some edge is added after it, and the search that
-// edge triggers (its own Check, or a suspect's search) sees the earlier
-// wait. So a queue behind running holders, the common wait, costs one
-// Block and one Unblock, both from the waiter's goroutine, outside the
-// manager's critical sections, and no search.
+// Every event that adds an edge to the waits-for graph, and the search
+// that finds a cycle it closes:
+//   - a new wait: its Block finds a blocker that waits, and its Check
+//     searches from it;
+//   - a wait queued ahead of others (an upgrade, which never waits for
+//     the queue): the others now wait for the upgrader, whose own Check
+//     searches from it;
+//   - a grant to a transaction that waits elsewhere too (two Lock calls in
+//     flight): the lock's other waiters now wait for it; its granted
+//     wait's Unblock searches from its other waits;
+//   - a request leaving a queue: the waiters behind it wait for what it
+//     waited for, which the contracted edges already showed; a point
+//     lock's exact edges count the leaving request as gone already (the
+//     lock as it will stand), so the search that found the contracted
+//     cycle confirmed it;
 //
-// # Waits no search can reach (dormant.go)
+// Nothing else adds an edge. A holder's range that widens (rangelock's
+// escalation, or a range lock merged with its neighbours) covers only keys
+// that no other transaction holds or waits for, so no waiter gains a
+// blocker; a release, a failed wait and a grant to a transaction that
+// waits nowhere else only take edges away, or point them at a running
+// transaction, which is on no cycle until it waits (a new wait).
 //
-// A search enters a transaction only through a resource that the
-// transaction blocks. The wait of a transaction that blocks nothing, the
-// usual wait on a hot lock (a transaction that holds nothing else queues
-// behind the holder), can be on no cycle, so Block parks it in a table of
-// slots hashed by transaction, each with its own small mutex, and returns
-// at once; Unblock takes it out again. Neither takes the detector's mutex
-// or touches the graph. Each slot counts the blockers of the live graph
-// that hash to it, and a wait is parked only while its slot counts none.
-// When SetBlockers makes a transaction a blocker, its parked waits that
-// are still active move into the graph, under the detector's mutex and
-// the slot's, so no search ever misses a wait it could reach. A promoted
-// wait keeps its stamp (below).
+// A wait whose Block finds no waiting blocker can be on no cycle yet:
+// one can only close later, by one of these events, whose search sees the
+// earlier wait. So the usual wait, a queue behind running holders, costs
+// one Block and one Unblock and no search.
 //
 // # Which request closed a cycle
 //
@@ -121,74 +109,63 @@
 // (which then found no cycle); T1's search finds it, and VictimRequester
 // still fails T3.
 //
-// The victim's wait is removed from the graph at once, so no other search
-// breaks the same cycle twice; its goroutine's later Unblock is a no-op.
+// The victim is failed at once, under the detector's mutex, so no other
+// search breaks the same cycle twice; its goroutine's Unblock comes later.
 // When the victim is another transaction the search runs again from the
 // requester, which may have closed several cycles at once (it waits for a
 // lock with several holders) and is about to sleep.
 //
 // # The circuit breaker
 //
-// An on-block search runs under the detector's mutex, which every manager
-// takes to report waits, so its cost is bounded: MaxDepth transactions on
-// the path (200), MaxSteps edges followed (1,000,000) and MaxSearchTime
-// (1ms, read from the injected clock every 1024 steps). A search that hits
-// a limit is a trip (counted). InnoDB and RocksDB then assume a deadlock
-// and roll the requester back; here that is Breaker AssumeDeadlock. The
-// default, Defer, lets the requester sleep and wakes the background pass,
-// which searches a snapshot without limits: a real cycle is still broken a
-// moment later, and a long chain without a cycle is never reported.
+// An on-block search runs under the detector's mutex, so its cost is
+// bounded: MaxDepth transactions on the path (200), MaxSteps edges
+// followed (1,000,000) and MaxSearchTime (1ms, read from the injected
+// clock every 1024 steps). A search that hits a limit is a trip
+// (counted). InnoDB and RocksDB then assume a deadlock and roll the
+// requester back; here that is Breaker AssumeDeadlock. The default, Defer,
+// lets the requester sleep and wakes the background pass, which searches
+// without limits: a real cycle is still broken a moment later, and a long
+// chain without a cycle is never reported.
 //
 // # The background pass
 //
-// A goroutine (started by New unless Detection is Off; stopped by Close) runs a
-// pass when a search was deferred, on every Check with Detection Background, and
-// every BackgroundInterval. A pass copies the graph under the mutex, then
-// searches the copy with the mutex released: a depth-first forest over
-// every waiting transaction, iterative and linear. Each cycle found is
-// re-checked against the live graph under the mutex (every wait still
-// there, every next member still a blocker) before its victim is failed;
-// a cycle that went away meanwhile is counted as a false positive avoided.
-// Under the mutex a pass only copies the waits into a flat slice; it
-// builds its graph from them outside. After a pass the goroutine rests ten
-// times as long as the pass took, so a busy graph where every wait wakes
-// it spends at most about a tenth of a processor on passes.
+// A goroutine (started by New unless Detection is Off; stopped by Close)
+// runs a pass when a search was deferred or not confirmed, on every Check
+// with Detection Background, and every BackgroundInterval. A pass reads
+// every reported wait and its blockers, slot by slot, without the
+// detector's mutex, searches that snapshot (a depth-first forest,
+// iterative and linear), and confirms each cycle it finds against the
+// lock tables, under the mutex, before it fails a victim. After a pass the
+// goroutine rests ten times as long as the pass took, so a busy graph
+// where every wait wakes it spends at most about a tenth of a processor on
+// passes.
+//
 // # Stale waits
 //
 // A manager grants a waiter, which wakes and then Unblocks its own wait;
 // the woken transaction may already be running, even releasing what it
 // held, and a fast grant may even come before the waiter's Block. A
 // search does not follow a wait whose waiter says it no longer waits
-// (txnlock.Waiter.Active), Block does
-// not record one, and every member of a cycle is checked again just
-// before it is broken, so a transaction that is running again is never
-// reported as deadlocked.
-//
-// # Cycles that no Check sees
-//
-// A cycle can form without a new wait: SetBlockers makes a transaction
-// that is itself waiting a blocker of a lock that others wait for. It
-// happens when a manager grants a lock and sets the lock's new blockers a
-// moment after the grantee's goroutine has already blocked elsewhere and
-// been checked against the old ones, or when a transaction that waits in
-// two places at once is granted one of them. SetBlockers notes such a
-// transaction as a suspect and wakes the background goroutine, which
-// first searches from each suspect (on the live graph, within the limits),
-// before any full pass. The periodic full pass is the last safety net.
+// (txnlock.Waiter.Active), Block does not record one, a manager answers
+// that such a wait waits no more, and every member of a cycle is checked
+// again just before it is broken, so a transaction that is running again
+// is never reported as deadlocked.
 //
 // # Structure
 //
-// graph.go and search.go are a plain graph and its one search: no lock,
-// no goroutine, time only from an injected clock. core.go makes the
-// decisions (victim, report, history, counters) and returns them. Detector
-// (detector.go) wraps the core with one mutex, fails the victims before
-// it releases it and runs the callbacks after; its background goroutine is
-// the third layer.
+// graph.go and search.go are a view of the graph and its one search: no
+// lock, no goroutine, time only from an injected clock; a view reads the
+// waits through a source, the registry in a Detector and a plain map in
+// tests. core.go makes the decisions (confirmation, victim, report,
+// history, counters). Detector (detector.go) wraps the core with one
+// mutex and runs the callbacks after it; its background goroutine is the
+// third layer.
 //
-// Lock order: a manager's locks, then Detector.mu, then one dormant slot's
-// mutex (park and unpark take a slot's mutex alone). The detector never
-// calls into a manager. Waiter.Fail (which takes no lock) runs under mu,
-// while the victim's wait is known to be live: a waiter that finished its
-// Wait may be recycled for another (lockwait.Waiter.Release). OnDeadlock
-// runs after mu is released.
+// Lock order: Detector.passMu, then Detector.mu, then one registry slot's
+// mutex, then a manager's latch (inside the waiter's answers). A manager
+// never calls the detector with a latch held, but for Stamp (an atomic
+// add). Waiter.Fail, which takes no lock, runs under mu and the victim's
+// slot mutex, while the wait is still reported, so the waiter cannot have
+// been recycled (lockwait.Waiter.Release). OnDeadlock runs with every lock
+// released.
 package deadlock
