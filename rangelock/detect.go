@@ -23,12 +23,12 @@ import (
 // and a wide waiter, are answered with their own conflicts
 // (blockersLocked): the holders they conflict with and the conflicting
 // requests queued ahead. WaitsFor, by which the detector confirms a
-// cycle, is the rule of txnlock.WaitStatus.Blockers (waitsForLocked) for a
-// shared point waiter, whose queue holds nothing but point requests of its
-// key, and its own conflicts (blockersLocked) for the others: a range may
-// wait for a conflicting holder through requests that wait for other keys
-// too, which the nearest-requests rule leaves to be reached transitively,
-// through waits the detector may not see yet.
+// cycle, is the key's Lock as it will stand once the waits that ended have
+// left it (locktable.Lock.SettledWaitsFor) for a shared point waiter in a
+// stripe without range locks, and its own conflicts (blockersLocked) for
+// the others: a range may wait for a conflicting holder through requests
+// that wait for other keys too, which the nearest-requests rule leaves to
+// be reached transitively, through waits the detector may not see yet.
 
 // detectorSource answers the detector's questions about the waiters of
 // one family (lockwait.Source).
@@ -56,8 +56,9 @@ func (d *detectorSource) WaitsFor(lw *lockwait.Waiter, dst []txnlock.TxnID) ([]t
 	if !f.lockWaiting(w) {
 		return dst, false
 	}
-	if w.shared {
-		dst = f.waitsForLocked(&w.request, w.seq, w.lock, w.lw, dst)
+	if w.shared && f.stripes[w.stripe].tree.Len() == 0 {
+		// Only point requests on the key: the lock as it will stand.
+		dst = w.lock.SettledWaitsFor(dst, lw)
 	} else {
 		dst = f.blockersLocked(&w.request, w.seq, dst)
 	}
