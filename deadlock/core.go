@@ -48,8 +48,8 @@ type core struct {
 	// detection).
 	passWanted bool
 
-	// testingOnBreak, if set, sees every cycle the moment it is broken
-	// (tests only).
+	// testingOnBreak, if set, sees every confirmed cycle just before its
+	// victim is failed (tests only).
 	testingOnBreak func(*txnlock.DeadlockError)
 }
 
@@ -251,12 +251,12 @@ func simpleCycle(walk []*edge) []*edge {
 func (c *core) breakCycle(cycle []*edge, requester txnlock.Waiter) (decision, *edge) {
 	v := cycle[c.chooseVictim(cycle)]
 	err := &txnlock.DeadlockError{Victim: v.txn, Cycle: entries(cycle), Time: c.opts.Clock.Now()}
+	if c.testingOnBreak != nil {
+		c.testingOnBreak(err)
+	}
 	if !c.src.fail(v.txn, v.waiter, v.seq, err) {
 		c.stats.FalsePositivesAvoided++
 		return decision{}, v
-	}
-	if c.testingOnBreak != nil {
-		c.testingOnBreak(err)
 	}
 	d := decision{reports: []*txnlock.DeadlockError{err}}
 	if requester != nil && v.waiter == requester {

@@ -1,0 +1,167 @@
+package deadlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/pointlock"
+	"github.com/txnlock/txnlock/rangelock"
+)
+
+// TestTruthConcurrent runs transactions on many goroutines against a point
+// manager and a range manager, two column families each, sharing one
+// Detector, and checks every cycle the detector breaks against the
+// managers' Status, read at the moment the cycle is confirmed, just before
+// its victim is failed (core.testingOnBreak, under the detector's mutex):
+// every member still waits for the lock the report names, and waits,
+// transitively through Status's Blockers, for the next member. Requests
+// wait forever and nothing cancels them, so the members of a real cycle
+// stay put until the detector fails one. (Status lists whom a request
+// waits for as the queue stands; a waiter behind a victim that has yet to
+// leave its queue can show no blockers for a moment, and a report met in
+// such a moment is counted, not checked.)
+//
+// TestTruth is the same check on one goroutine, with the true graph
+// known at every step; this one runs the real managers, latches and
+// goroutines.
+func TestTruthConcurrent(t *testing.T) {
+	dur := 500 * time.Millisecond
+	if *long {
+		dur = 30 * time.Second
+	}
+	for _, victim := range []Victim{VictimRequester, VictimYoungest, VictimFewestLocks} {
+		t.Run(victim.String(), func(t *testing.T) {
+			runTruthConcurrent(t, victim, dur)
+		})
+	}
+}
+
+func runTruthConcurrent(t *testing.T, victim Victim, dur time.Duration) {
+	det, err := New(Options{Victim: victim})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, det.Close()) }()
+	wo := txnlock.WaitOptions{Detector: det, LockTimeout: txnlock.WaitForever}
+	pm, err := pointlock.New(pointlock.Options{WaitOptions: wo})
+	require.NoError(t, err)
+	rm, err := rangelock.New(rangelock.Options{WaitOptions: wo})
+	require.NoError(t, err)
+	require.NoError(t, pm.AddColumnFamily(1))
+	require.NoError(t, rm.AddColumnFamily(1))
+	defer func() { require.NoError(t, pm.Close()); require.NoError(t, rm.Close()) }()
+
+	var mu sync.Mutex
+	var problems []string
+	checked, transient := 0, 0
+	det.mu.c.testingOnBreak = func(de *txnlock.DeadlockError) {
+		st := pm.Status()
+		rs := rm.Status()
+		st.Waits = append(st.Waits, rs.Waits...)
+		ok, p := cycleInStatus(de, st)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case ok:
+			checked++
+		case p == "":
+			transient++
+		default:
+			problems = append(problems, fmt.Sprintf("%v: %s\nstatus:\n%v", de, p, st))
+		}
+	}
+
+	const goroutines, keys = 24, 6
+	var wg sync.WaitGroup
+	var nextTxn sync.Mutex
+	txn := txnlock.TxnID(0)
+	deadline := time.Now().Add(dur)
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(g), uint64(time.Now().UnixNano())))
+			ctx := context.Background()
+			for time.Now().Before(deadline) {
+				nextTxn.Lock()
+				txn++
+				id := txn
+				nextTxn.Unlock()
+				for range 1 + rng.IntN(4) {
+					req := txnlock.Request{Txn: id, CF: txnlock.ColumnFamily(rng.IntN(2)), Mode: txnlock.Shared}
+					if rng.IntN(2) == 0 {
+						req.Mode = txnlock.Exclusive
+					}
+					k := rng.IntN(keys)
+					var m txnlock.Manager = pm
+					req.Range = txnlock.Point(fmt.Appendf(nil, "k%d", k))
+					if rng.IntN(2) == 0 {
+						m = rm
+						if rng.IntN(3) == 0 {
+							r, err := txnlock.Inclusive(fmt.Appendf(nil, "k%d", k), fmt.Appendf(nil, "k%d", min(k+1+rng.IntN(2), keys-1)))
+							if err == nil {
+								req.Range = r
+							}
+						}
+					}
+					if err := m.Lock(ctx, req); err != nil {
+						if !errors.Is(err, txnlock.ErrDeadlock) {
+							mu.Lock()
+							problems = append(problems, fmt.Sprintf("lock: %v", err))
+							mu.Unlock()
+						}
+						break
+					}
+				}
+				_ = pm.UnlockAll(id)
+				_ = rm.UnlockAll(id)
+			}
+		}()
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	require.Empty(t, problems)
+	st := det.Stats()
+	t.Logf("cycles checked against Status: %d, met in a transient moment: %d; %v", checked, transient, st)
+	require.Zero(t, st.Trips)
+}
+
+// cycleInStatus reports whether de's cycle is in st: every member waits
+// for the lock its entry names and, through Blockers, for the next
+// member. When it is not, the problem says why, or is empty if the
+// member's path met a waiter with no blockers (a moment in which a
+// request ahead of it is leaving).
+func cycleInStatus(de *txnlock.DeadlockError, st txnlock.Status) (bool, string) {
+	g := map[txnlock.TxnID][]txnlock.TxnID{}
+	empty := map[txnlock.TxnID]bool{}
+	for _, w := range st.Waits {
+		g[w.Txn] = append(g[w.Txn], w.Blockers...)
+		if len(w.Blockers) == 0 {
+			empty[w.Txn] = true
+		}
+	}
+	for i, e := range de.Cycle {
+		if !slices.ContainsFunc(st.Waits, func(w txnlock.WaitStatus) bool {
+			return w.Txn == e.Txn && w.CF == e.Lock.CF && w.Mode == e.Lock.Mode && w.Range.Equal(e.Lock.Range)
+		}) {
+			return false, fmt.Sprintf("txn %d does not wait for %v", e.Txn, e.Lock)
+		}
+		next := de.Cycle[(i+1)%len(de.Cycle)].Txn
+		if !reaches(g, e.Txn, next) {
+			for t := range empty {
+				if reaches(g, e.Txn, t) || t == e.Txn {
+					return false, ""
+				}
+			}
+			return false, fmt.Sprintf("txn %d does not wait for txn %d", e.Txn, next)
+		}
+	}
+	return true, ""
+}
