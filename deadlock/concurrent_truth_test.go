@@ -21,8 +21,13 @@ import (
 // Detector, and checks every cycle the detector breaks against the
 // managers' Status, read at the moment the cycle is confirmed, just before
 // its victim is failed (core.testingOnBreak, under the detector's mutex):
-// every member still waits for the lock the report names, and waits,
-// transitively through Status's Blockers, for the next member. Requests
+// every member still waits for the lock the report names, and waits for
+// the next member: transitively through Status's Blockers, or directly by
+// what Status shows of the two (the next member holds, or waits since
+// earlier for, a range of the same column family that overlaps the
+// member's and conflicts with it: Status's Blockers name the nearest
+// request ahead of a range, which may not lead to a request ahead of it on
+// another of its keys). Requests
 // wait forever and nothing cancels them, so the members of a real cycle
 // stay put until the detector fails one. (Status lists whom a request
 // waits for as the queue stands; a waiter behind a victim that has yet to
@@ -154,7 +159,7 @@ func cycleInStatus(de *txnlock.DeadlockError, st txnlock.Status) (bool, string) 
 			return false, fmt.Sprintf("txn %d does not wait for %v", e.Txn, e.Lock)
 		}
 		next := de.Cycle[(i+1)%len(de.Cycle)].Txn
-		if !reaches(g, e.Txn, next) {
+		if !reaches(g, e.Txn, next) && !conflictsInStatus(st, e, next) {
 			for t := range empty {
 				if reaches(g, e.Txn, t) || t == e.Txn {
 					return false, ""
@@ -164,4 +169,27 @@ func cycleInStatus(de *txnlock.DeadlockError, st txnlock.Status) (bool, string) 
 		}
 	}
 	return true, ""
+}
+
+// conflictsInStatus reports whether Status shows next blocking e's wait
+// directly: a lock of next, or a wait of next that began no later than
+// e's, on a range of e's column family that overlaps e's and conflicts.
+func conflictsInStatus(st txnlock.Status, e txnlock.CycleEntry, next txnlock.TxnID) bool {
+	var since time.Time
+	for _, w := range st.Waits {
+		if w.Txn == e.Txn && w.CF == e.Lock.CF && w.Range.Equal(e.Lock.Range) {
+			since = w.Since
+		}
+	}
+	for _, l := range st.Locks {
+		if l.CF == e.Lock.CF && slices.Contains(l.Holders, next) && l.Range.Overlaps(e.Lock.Range) && !l.Mode.Compatible(e.Lock.Mode) {
+			return true
+		}
+	}
+	for _, w := range st.Waits {
+		if w.Txn == next && w.CF == e.Lock.CF && w.Range.Overlaps(e.Lock.Range) && !w.Mode.Compatible(e.Lock.Mode) && !w.Since.After(since) {
+			return true
+		}
+	}
+	return false
 }

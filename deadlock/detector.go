@@ -200,7 +200,7 @@ func (d *Detector) Stats() Stats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := d.mu.c.stats
-	s.Waits = int(d.reg.n.Load())
+	s.Waits = d.reg.count()
 	return s
 }
 
@@ -293,10 +293,10 @@ func (d *Detector) backgroundPass() {
 	d.mu.Lock()
 	d.mu.c.stats.BackgroundPasses++
 	d.mu.Unlock()
-	if d.reg.n.Load() == 0 {
+	d.passFlat, d.passArena = d.reg.flatten(d.passFlat[:0], d.passArena[:0])
+	if len(d.passFlat) == 0 {
 		return
 	}
-	d.passFlat, d.passArena = d.reg.flatten(d.passFlat[:0], d.passArena[:0])
 	snap := snapshotOf(d.passFlat, d.passArena)
 	clear(d.passFlat) // drop the waiter references
 	if d.testingAfterSnapshot != nil {

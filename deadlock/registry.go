@@ -2,7 +2,6 @@ package deadlock
 
 import (
 	"sync"
-	"sync/atomic"
 	"unsafe"
 
 	"github.com/txnlock/txnlock"
@@ -20,7 +19,6 @@ import (
 // (inside the waiter's methods). Nothing takes two slots' mutexes at once.
 type registry struct {
 	slots [registrySlots]regSlot
-	n     atomic.Int64 // waits reported now
 }
 
 // registrySlots is a power of two; a thousand waits on one hot lock share
@@ -57,7 +55,6 @@ func (r *registry) add(w wait) {
 	}
 	s.waits = append(s.waits, w)
 	s.mu.Unlock()
-	r.n.Add(1)
 }
 
 // remove forgets waiter w's wait, and reports whether there was one and
@@ -82,10 +79,20 @@ func (r *registry) remove(w txnlock.Waiter) (found, others bool) {
 		}
 	}
 	s.mu.Unlock()
-	if found {
-		r.n.Add(-1)
-	}
 	return found, others
+}
+
+// count returns the number of reported waits, slot by slot: no counter
+// that every Block and Unblock would share.
+func (r *registry) count() int {
+	n := 0
+	for i := range r.slots {
+		s := &r.slots[i]
+		s.mu.Lock()
+		n += len(s.waits)
+		s.mu.Unlock()
+	}
+	return n
 }
 
 // waiting reports whether txn has an active wait.
