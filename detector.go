@@ -96,15 +96,16 @@ type Waiter interface {
 	// request's goroutine only, and is then granted or waits for someone
 	// else.
 	WaitsFor(dst []TxnID) ([]TxnID, bool)
+	// LocksHeld is how many locks the waiting transaction holds in the
+	// waiter's manager now: asked of the members of a cycle, for the
+	// fewest-locks victim policy and the report.
+	LocksHeld() int
 }
 
 // WaitEdge describes a wait to the detector.
 type WaitEdge struct {
 	Waiter Waiter
 	Lock   LockRef // what is requested, for reports
-	// LocksHeld is how many locks the waiter holds in its manager, for the
-	// fewest-locks victim policy and the reports.
-	LocksHeld int
 	Since     time.Time
 	// Stamp orders the wait among the detector's waits (Detector.Stamp),
 	// taken when the wait was queued; 0 if the manager took none.

@@ -115,7 +115,7 @@ type CycleEntry struct {
 	Txn       TxnID
 	Lock      LockRef
 	Holders   []TxnID
-	LocksHeld int // locks held in the manager it waits in, when the wait began
+	LocksHeld int // locks held in the manager it waits in, when the deadlock was found
 	Since     time.Time
 }
 

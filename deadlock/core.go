@@ -137,6 +137,7 @@ func (c *core) check(w txnlock.Waiter) decision {
 			d.deferred = true
 			return d
 		}
+		c.askLocksHeld(res.path)
 		err := &txnlock.DeadlockError{
 			Victim:        e.txn,
 			LimitExceeded: true,
@@ -249,6 +250,7 @@ func simpleCycle(walk []*edge) []*edge {
 // decision without reports if the victim's wait ended meanwhile (the
 // cycle is broken already).
 func (c *core) breakCycle(cycle []*edge, requester txnlock.Waiter) (decision, *edge) {
+	c.askLocksHeld(cycle)
 	v := cycle[c.chooseVictim(cycle)]
 	err := &txnlock.DeadlockError{Victim: v.txn, Cycle: entries(cycle), Time: c.opts.Clock.Now()}
 	if c.testingOnBreak != nil {
@@ -265,6 +267,14 @@ func (c *core) breakCycle(cycle []*edge, requester txnlock.Waiter) (decision, *e
 	c.hist.add(err)
 	c.stats.Deadlocks++
 	return d, v
+}
+
+// askLocksHeld asks each wait how many locks its transaction holds, for
+// the victim policy and the report.
+func (c *core) askLocksHeld(es []*edge) {
+	for _, e := range es {
+		e.locksHeld = c.src.locksHeld(e.txn, e.waiter, e.seq)
+	}
 }
 
 // entries renders waits for a report.

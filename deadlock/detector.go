@@ -117,7 +117,7 @@ func (d *Detector) Block(e txnlock.WaitEdge) bool {
 		e.Stamp = d.Stamp()
 	}
 	txn := e.Waiter.Txn()
-	d.reg.add(wait{waiter: e.Waiter, txn: txn, lock: e.Lock, locksHeld: e.LocksHeld, since: e.Since, seq: e.Stamp})
+	d.reg.add(wait{waiter: e.Waiter, txn: txn, lock: e.Lock, since: e.Since, seq: e.Stamp})
 	for _, b := range e.Blockers {
 		if b != txn && d.reg.waiting(b) {
 			return true

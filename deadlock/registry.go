@@ -2,6 +2,7 @@ package deadlock
 
 import (
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/txnlock/txnlock"
@@ -30,7 +31,11 @@ type regSlot struct {
 	// while the detector asks it something.
 	mu    sync.Mutex
 	waits []wait // the reported waits of the transactions that hash here
-	_     [64 - (unsafe.Sizeof(sync.Mutex{})+unsafe.Sizeof([]wait{}))%64]byte
+	// n is len(waits), written under mu and read without it: a probe
+	// of an empty slot (the usual holder of a hot lock runs, it does not
+	// wait) takes no mutex.
+	n atomic.Int32
+	_ [64 - (unsafe.Sizeof(sync.Mutex{})+unsafe.Sizeof([]wait{})+4)%64]byte
 }
 
 // slotIndex hashes txn to a slot (Fibonacci hashing: consecutive ids
@@ -54,6 +59,7 @@ func (r *registry) add(w wait) {
 		}
 	}
 	s.waits = append(s.waits, w)
+	s.n.Store(int32(len(s.waits)))
 	s.mu.Unlock()
 }
 
@@ -72,6 +78,7 @@ func (r *registry) remove(w txnlock.Waiter) (found, others bool) {
 			s.waits[i] = s.waits[last]
 			s.waits[last] = wait{} // drop the references
 			s.waits = s.waits[:last]
+			s.n.Store(int32(last))
 			found = true
 			i--
 		case x.txn == txn && x.active():
@@ -95,9 +102,15 @@ func (r *registry) count() int {
 	return n
 }
 
-// waiting reports whether txn has an active wait.
+// waiting reports whether txn has an active wait. A Block that calls it
+// has added its own wait first, under another slot's mutex, and a Block
+// of txn adds txn's wait before it probes in turn: one of the two sees the
+// other (the package doc, "When a cycle closes").
 func (r *registry) waiting(txn txnlock.TxnID) bool {
 	s := r.slot(txn)
+	if s.n.Load() == 0 {
+		return false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range s.waits {
@@ -146,6 +159,18 @@ func (l *liveSource) fail(txn txnlock.TxnID, w txnlock.Waiter, seq uint64, err e
 		}
 	}
 	return false
+}
+
+func (l *liveSource) locksHeld(txn txnlock.TxnID, w txnlock.Waiter, seq uint64) int {
+	s := l.r.slot(txn)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.waits {
+		if x := &s.waits[i]; x.waiter == w && x.seq == seq {
+			return w.LocksHeld()
+		}
+	}
+	return 0
 }
 
 // flatten appends every active wait, with its blockers as its manager

@@ -487,7 +487,6 @@ func (s *truthSched) request(sl *truthSlot, cf, key int, mode txnlock.Mode) erro
 		w.Blocked = s.blockersOf(l, w)
 	}
 	w.Stamp = s.det.Stamp()
-	w.LocksHeld = sl.holds.Len()
 	tw := &truthWait{w: w, l: l, cf: cf, key: key}
 	sl.wait = tw
 	s.tot.waits++
@@ -501,7 +500,7 @@ func (s *truthSched) request(sl *truthSlot, cf, key int, mode txnlock.Mode) erro
 	// The waiter's goroutine (lockwait.Waiter.report).
 	s.broken = s.broken[:0]
 	deadlocks := s.coreStats().Deadlocks
-	edge := txnlock.WaitEdge{Waiter: w, Lock: w.Lock, LocksHeld: w.LocksHeld, Since: w.Since, Stamp: w.Stamp, Blockers: w.Blocked}
+	edge := txnlock.WaitEdge{Waiter: w, Lock: w.Lock, Since: w.Since, Stamp: w.Stamp, Blockers: w.Blocked}
 	tw.inDet = true
 	if s.det.Block(edge) && s.cfg.mutation != mutNoCheck {
 		if err := s.det.Check(w); err != nil && s.cfg.mutation != mutNoFail {
@@ -676,7 +675,10 @@ func (s *truthSched) Blockers(w *lockwait.Waiter, dst []txnlock.TxnID) ([]txnloc
 	return append(dst, s.blockersOf(w.Ext.(*locktable.Lock), w)...), true
 }
 
-// WaitsFor answers the detector for w (lockwait.Source): Lock.WaitsFor.
+// LocksHeld answers the detector for w (lockwait.Source).
+func (s *truthSched) LocksHeld(w *lockwait.Waiter) int { return s.byTxn[w.Txn()].holds.Len() }
+
+// WaitsFor answers the detector for w (lockwait.Source).
 func (s *truthSched) WaitsFor(w *lockwait.Waiter, dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
 	if !w.Active() {
 		return dst, false

@@ -27,6 +27,9 @@ func (st *stripe) Blockers(w *lockwait.Waiter, dst []txnlock.TxnID) ([]txnlock.T
 	return w.Ext.(*locktable.Lock).AppendHolders(dst), true
 }
 
+// LocksHeld is how many locks w's transaction holds in the manager.
+func (st *stripe) LocksHeld(w *lockwait.Waiter) int { return st.m.locksHeld(w.Txn()) }
+
 // WaitsFor appends whom w waits for directly once its Lock has settled
 // (locktable.Lock.SettledWaitsFor): the detector's confirmation of an
 // edge.

@@ -72,12 +72,6 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	if m.queued != nil {
 		m.queued(req.Txn)
 	}
-	if m.det != nil {
-		// Counted here, off the key's critical section: the transaction
-		// table is another stripe's cache lines.
-		w.LocksHeld = m.locksHeld(req.Txn)
-	}
-
 	err = w.Wait(ctx, timeout, m.clock, m.det)
 	if err == nil {
 		// The granter recorded the hold (in the Lock and in this

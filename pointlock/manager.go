@@ -84,7 +84,7 @@ func New(opts Options) (*Manager, error) {
 		maxLocks: int64(opts.MaxLocks),
 		txns:     txntable.New[txnRecord](opts.Stripes),
 	}
-	def := newLockMap(txnlock.DefaultColumnFamily, 0, opts.Stripes)
+	def := newLockMap(m, txnlock.DefaultColumnFamily, 0, opts.Stripes)
 	m.cfs.Store(&cfTable{
 		def:   def,
 		byID:  map[txnlock.ColumnFamily]*lockMap{txnlock.DefaultColumnFamily: def},
@@ -133,7 +133,7 @@ func (m *Manager) AddColumnFamily(cf txnlock.ColumnFamily) error {
 		t.byID[id] = lm
 	}
 	t.byIdx = append(make([]*lockMap, 0, len(old.byIdx)+1), old.byIdx...)
-	lm := newLockMap(cf, uint16(idx), m.opts.Stripes)
+	lm := newLockMap(m, cf, uint16(idx), m.opts.Stripes)
 	if idx == len(t.byIdx) {
 		t.byIdx = append(t.byIdx, lm)
 	} else {

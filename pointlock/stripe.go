@@ -18,10 +18,10 @@ type lockMap struct {
 	strip []stripe
 }
 
-func newLockMap(cf txnlock.ColumnFamily, idx uint16, n int) *lockMap {
+func newLockMap(m *Manager, cf txnlock.ColumnFamily, idx uint16, n int) *lockMap {
 	lm := &lockMap{cf: cf, idx: idx, mask: uint64(n - 1), strip: make([]stripe, n)}
 	for i := range lm.strip {
-		lm.strip[i].cfIdx = idx
+		lm.strip[i].m, lm.strip[i].cfIdx = m, idx
 	}
 	return lm
 }
@@ -32,7 +32,8 @@ func (lm *lockMap) stripe(h uint64) *stripe { return &lm.strip[h&lm.mask] }
 // stripeState is a stripe without its padding.
 type stripeState struct {
 	mu    latch.Mutex
-	cfIdx uint16 // the lockMap's idx; immutable
+	m     *Manager // immutable
+	cfIdx uint16   // the lockMap's idx; immutable
 	// The fields below are guarded by mu.
 
 	tab     locktable.Table // the stripe's keys

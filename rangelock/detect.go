@@ -66,6 +66,11 @@ func (d *detectorSource) WaitsFor(lw *lockwait.Waiter, dst []txnlock.TxnID) ([]t
 	return dst, true
 }
 
+// LocksHeld is how many locks lw's transaction held in the family when
+// it queued: a count under the latches it then held, which the waiter
+// keeps.
+func (d *detectorSource) LocksHeld(lw *lockwait.Waiter) int { return waiterOf(lw).held }
+
 // lockWaiting takes the lock(s) that guard waiter w's queue and reports
 // whether w still waits there; if not, it releases them again. Under
 // those locks an active waiter is linked: only a holder of them grants it,

@@ -139,6 +139,9 @@ type waiter struct {
 	// ahead) they are its own conflicts, blockersLocked, and the key's
 	// Lock counts it in Det().Own.
 	shared bool
+	// held is how many locks the transaction held in the family when it
+	// queued, with a detector (detectorSource.LocksHeld).
+	held int
 }
 
 func waiterOf(lw *lockwait.Waiter) *waiter { return lw.Ext.(*waiter) }
@@ -365,7 +368,7 @@ func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 		// Computed after w was linked: w is not ahead of itself.
 		lw.Blocked = f.detBlockersLocked(w, lw.Blocked[:0])
 		lw.Stamp = det.Stamp()
-		lw.LocksHeld = f.locksHeldLocked(q) // Wait reports the wait (Block)
+		w.held = f.locksHeldLocked(q) // Source.LocksHeld answers it
 	}
 	return w
 }

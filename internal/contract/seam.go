@@ -58,7 +58,7 @@ func (d *SeamDetector) Block(e txnlock.WaitEdge) bool {
 	}
 	e.Blockers = sortedIDs(e.Blockers)
 	d.mu.edges[e.Waiter] = e
-	d.logfLocked("block %d (%v, holds %d) behind %v", uint64(e.Waiter.Txn()), e.Lock, e.LocksHeld, e.Blockers)
+	d.logfLocked("block %d (%v, holds %d) behind %v", uint64(e.Waiter.Txn()), e.Lock, e.Waiter.LocksHeld(), e.Blockers)
 	return true
 }
 

@@ -36,11 +36,6 @@ type Waiter struct {
 	// the waiter (txnlock.WaitEdge.Blockers), in a buffer the waiter
 	// keeps when it is recycled.
 	Blocked []txnlock.TxnID
-	// LocksHeld is how many locks the transaction holds in the owning
-	// manager, for the detector (WaitEdge.LocksHeld). The waiting
-	// goroutine may set it after queueing, before Wait, without the
-	// manager's lock: only Wait reads it.
-	LocksHeld int
 	// Stamp is the detector's stamp of the wait (txnlock.Detector.Stamp),
 	// taken where the waiter was queued.
 	Stamp uint64
@@ -88,7 +83,7 @@ func (w *Waiter) Release() {
 	}
 	// Field by field: a snapshot may read state (atomically) meanwhile.
 	w.txn, w.Lock, w.Upgrade, w.Since = 0, txnlock.LockRef{}, false, time.Time{}
-	w.Src, w.Blocked, w.LocksHeld, w.Stamp, w.Ext, w.err = nil, w.Blocked[:0], 0, 0, nil, nil
+	w.Src, w.Blocked, w.Stamp, w.Ext, w.err = nil, w.Blocked[:0], 0, nil, nil
 	w.state.Store(stateWaiting)
 	pool.Put(w)
 }
@@ -104,6 +99,7 @@ func (w *Waiter) Txn() txnlock.TxnID { return w.txn }
 type Source interface {
 	Blockers(w *Waiter, dst []txnlock.TxnID) ([]txnlock.TxnID, bool)
 	WaitsFor(w *Waiter, dst []txnlock.TxnID) ([]txnlock.TxnID, bool)
+	LocksHeld(w *Waiter) int
 }
 
 // Blockers asks the owning manager whom w's lock is blocked by
@@ -117,6 +113,10 @@ func (w *Waiter) Blockers(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
 func (w *Waiter) WaitsFor(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
 	return w.Src.WaitsFor(w, dst)
 }
+
+// LocksHeld asks the owning manager how many locks w's transaction holds
+// in it (txnlock.Waiter).
+func (w *Waiter) LocksHeld() int { return w.Src.LocksHeld(w) }
 
 // Claim takes the waiter for a grant unless its wait already ended, and
 // reports whether it did. The manager calls it under its lock and, if it
@@ -219,7 +219,7 @@ func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.
 // report tells det about the wait and, if check and Block asks for it,
 // runs the detector's Check, failing the wait if it must give up.
 func (w *Waiter) report(det txnlock.Detector, check bool) {
-	edge := txnlock.WaitEdge{Waiter: w, Lock: w.Lock, LocksHeld: w.LocksHeld, Since: w.Since, Stamp: w.Stamp, Blockers: w.Blocked}
+	edge := txnlock.WaitEdge{Waiter: w, Lock: w.Lock, Since: w.Since, Stamp: w.Stamp, Blockers: w.Blocked}
 	if det.Block(edge) && check {
 		if err := det.Check(w); err != nil {
 			w.Fail(err)

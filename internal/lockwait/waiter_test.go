@@ -179,7 +179,7 @@ func TestReleaseRecycles(t *testing.T) {
 	for _, end := range []string{"granted", "failed", "signalled, never waited"} {
 		t.Run(end, func(t *testing.T) {
 			w := newW(7)
-			w.Upgrade, w.LocksHeld, w.Ext, w.Stamp = true, 4, "x", 5
+			w.Upgrade, w.Ext, w.Stamp = true, "x", 5
 			w.Blocked = append(w.Blocked, 3)
 			switch end {
 			case "granted":
@@ -203,7 +203,6 @@ func TestReleaseRecycles(t *testing.T) {
 				require.Empty(t, v.Blocked)
 				require.Nil(t, v.Src)
 				require.Zero(t, v.Stamp)
-				require.Zero(t, v.LocksHeld)
 				require.Nil(t, v.Ext)
 				require.False(t, v.Queued())
 				// No stale signal: a Wait with a short timeout times out.
