@@ -106,7 +106,7 @@ type Waiter interface {
 type WaitEdge struct {
 	Waiter Waiter
 	Lock   LockRef // what is requested, for reports
-	Since     time.Time
+	Since  time.Time
 	// Stamp orders the wait among the detector's waits (Detector.Stamp),
 	// taken when the wait was queued; 0 if the manager took none.
 	Stamp uint64
