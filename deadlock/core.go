@@ -78,16 +78,18 @@ func (c *core) limits() limits {
 	return limits{depth: c.opts.MaxDepth, steps: c.opts.MaxSteps, time: c.opts.MaxSearchTime, clock: c.opts.Clock}
 }
 
-// check is the on-block search from w's wait, on a live view. A cycle it
-// finds is confirmed before a victim is chosen. When the victim is another
+// check is the on-block search from w's wait, on a live view; txn is w's
+// transaction, so that check calls none of w's methods, which may have
+// been recycled (Detector.Unblock's searches). A cycle it finds is
+// confirmed before a victim is chosen. When the victim is another
 // transaction the search runs again: the requester may close more than
 // one cycle (it waits for a lock with several holders), and it is about
 // to sleep, so no later search would start from it.
-func (c *core) check(w txnlock.Waiter) decision {
+func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
 	var d decision
 	for {
 		c.g.reset()
-		root := c.g.node(w.Txn())
+		root := c.g.node(txn)
 		var e *edge
 		for _, x := range root.waits {
 			if x.waiter == w {

@@ -139,10 +139,15 @@ func (d *Detector) Unblock(w txnlock.Waiter) {
 	if !found || !others || d.opts.DetectDelay < 0 {
 		return
 	}
+	// The other waits are searched one by one, and each may end, be
+	// Unblocked by its own goroutine and be recycled meanwhile: the
+	// searches name them by waiter and transaction read here, and call
+	// none of their methods unless they are still registered.
+	txn := w.Txn()
 	var ws []txnlock.Waiter
-	d.reg.each(w.Txn(), func(x *wait) { ws = append(ws, x.waiter) })
+	d.reg.each(txn, func(x *wait) { ws = append(ws, x.waiter) })
 	for _, o := range ws {
-		d.Check(o)
+		d.check(o, txn)
 	}
 }
 
@@ -159,6 +164,11 @@ func (d *Detector) DetectDelay() time.Duration {
 // background pass (Background). It returns the *txnlock.DeadlockError if
 // w must give up; other victims are failed here (txnlock.Detector).
 func (d *Detector) Check(w txnlock.Waiter) error {
+	return d.check(w, w.Txn())
+}
+
+// check is Check of w, a wait of txn.
+func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
 	switch d.opts.Detection {
 	case Off:
 		return nil
@@ -170,7 +180,7 @@ func (d *Detector) Check(w txnlock.Waiter) error {
 		return nil
 	}
 	d.mu.Lock()
-	dec := d.mu.c.check(w)
+	dec := d.mu.c.check(w, txn)
 	d.mu.Unlock()
 	d.apply(dec)
 	return dec.err
