@@ -104,9 +104,17 @@ func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
 		res := c.g.walk(&c.stack, root, c.rootBuf[:], e.txn, c.limits(), true)
 		c.rootBuf[0] = nil
 		c.stats.Steps += uint64(res.steps)
+		found := res.cycle
+		if found == nil && res.trip == "" {
+			// A cycle the search met that does not pass through w's
+			// transaction in the view may pass through w's place in its
+			// queue; if it is real, w's report may have closed it, and
+			// no other search would start.
+			found = res.met
+		}
 		switch {
-		case res.cycle != nil:
-			cycle := c.confirm(res.cycle)
+		case found != nil:
+			cycle := c.confirm(found)
 			if cycle == nil {
 				// Not a cycle now: an edge rests on a request that is
 				// leaving, or on one not yet reported. Leave it to a pass.

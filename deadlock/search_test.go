@@ -158,6 +158,16 @@ func (r refGraph) reaches(from, to *testWaiter) bool {
 	return false
 }
 
+// reachesCycle reports whether a wait on a cycle is reachable from from.
+func (r refGraph) reachesCycle(from *testWaiter) bool {
+	for _, e := range r.waits {
+		if r.reaches(e, e) && (e == from || r.reaches(from, e)) {
+			return true
+		}
+	}
+	return false
+}
+
 func (r refGraph) hasCycle() bool {
 	for _, e := range r.waits {
 		if r.reaches(e, e) {
@@ -251,6 +261,15 @@ func checkSearchAgainstReference(t *testing.T, seed uint64, nTxn, nLock int) {
 		if res.cycle != nil {
 			require.NoError(t, validCycle(res.cycle), "random seed %d\n%s", seed, reg.describe())
 			require.Same(t, e, res.cycle[0])
+			require.Nil(t, res.met)
+		} else {
+			// Without a cycle back to w's transaction, the search keeps
+			// the first other cycle it meets: there is one iff some
+			// cycle is reachable from w.
+			require.Equal(t, ref.reachesCycle(w), res.met != nil, "random seed %d: search from %v\n%s", seed, w.txn, reg.describe())
+			if res.met != nil {
+				require.NoError(t, validCycle(res.met), "random seed %d\n%s", seed, reg.describe())
+			}
 		}
 		for _, n := range g.txns {
 			require.False(t, n.onStack)
