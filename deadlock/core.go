@@ -282,11 +282,18 @@ func entries(es []*edge) []txnlock.CycleEntry {
 // resolve confirms a cycle found in a snapshot against live state and
 // breaks it if it is there. It returns the snapshot wait to drop before
 // the pass searches its snapshot again: the victim's, or the first.
+//
+// A cycle that does not confirm wants another pass, as an on-block
+// search's does: it may rest on a request whose wait has ended but which
+// is still queued, and once that request is out of its queue the
+// requests behind it wait for what it waited for, which may close the
+// cycle with no report that a search could start from.
 func (c *core) resolve(cycle []*edge) (decision, *edge) {
 	live := c.confirm(cycle)
 	if live == nil {
 		c.stats.FalsePositivesAvoided++
-		return decision{}, cycle[0]
+		c.passWanted = true
+		return decision{deferred: true}, cycle[0]
 	}
 	d, v := c.breakCycle(live, nil)
 	for _, e := range cycle {

@@ -319,6 +319,7 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 				w.reported = true
 			}
 		}
+		s.d.takePassWish() // as the background goroutine does before a pass
 		s.d.backgroundPass()
 		s.d.testingAfterSnapshot = nil
 		s.printChange(&out, before, false)
@@ -388,8 +389,10 @@ func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, 
 	return w, needsCheck
 }
 
-// printChange prints the waiters failed since the last command, and the
-// counters that moved.
+// printChange prints the waiters failed since the last command, the
+// counters that moved, and whether a background pass is wanted (a search
+// deferred or not confirmed, or a Check with Background detection): it
+// takes the wish, as the background goroutine does when woken.
 // With searches, it prints the searches run too.
 func (s *scenario) printChange(out *strings.Builder, before Stats, searches bool) {
 	for _, name := range s.order {
@@ -417,6 +420,10 @@ func (s *scenario) printChange(out *strings.Builder, before Stats, searches bool
 	add("false_positives_avoided", before.FalsePositivesAvoided, after.FalsePositivesAvoided)
 	if len(moved) > 0 {
 		fmt.Fprintf(out, "stats: %s\n", strings.Join(moved, " "))
+	}
+	// The background goroutine would take the wish when woken.
+	if s.d.takePassWish() {
+		out.WriteString("pass wanted\n")
 	}
 }
 
