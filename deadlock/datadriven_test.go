@@ -27,7 +27,9 @@ import (
 // blockers now, and WaitsFor the same without its own transaction, unless
 // a "waitsfor" command set its exact direct list (a request queued ahead
 // of it, say). "block" reports a wait with its lock's blockers at that
-// moment in WaitEdge.Blockers, as a manager queues a waiter, and with the
+// moment in WaitEdge.Blockers, as a manager queues a waiter (or with
+// queued=(..), the blockers when it was queued, for a report that comes
+// DetectDelay later), and with the
 // stamp a manager would have taken where it queued it (stamp=N), or none
 // (the detector takes the next).
 //
@@ -35,9 +37,9 @@ import (
 //
 //	new [detection=on-block|background|off] [depth=N] [steps=N] [time=D] [breaker=defer|assume]
 //	    [victim=requester|youngest|fewest-locks|priority] [prio=(1:5,..)]
-//	    [history=N] [tick=D]
+//	    [history=N] [tick=D] [delay=D]
 //	blockers res=R txns=(T,..) | from=T to=T
-//	block txn=T res=R [key=K] [mode=S|X] [cf=N] [locks=N] [stamp=N] [w=NAME]
+//	block txn=T res=R [key=K] [mode=S|X] [cf=N] [locks=N] [stamp=N] [queued=(T,..)] [w=NAME]
 //	waitsfor txn=T [w=NAME] txns=(T,..)
 //	check txn=T [w=NAME]         unblock txn=T [w=NAME]
 //	grant txn=T [w=NAME]         timeout txn=T [w=NAME]
@@ -245,7 +247,8 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		d.MaybeScanArgs(t, "cf", &cf)
 		d.MaybeScanArgs(t, "locks", &locks)
 		d.MaybeScanArgs(t, "stamp", &stamp)
-		if _, needsCheck := s.block(waiterName(t, d, txn), txn, res, key, mode, cf, locks, stamp); needsCheck {
+		queued, _ := txnList(t, d, "queued")
+		if _, needsCheck := s.block(waiterName(t, d, txn), txn, res, key, mode, cf, locks, stamp, queued); needsCheck {
 			out.WriteString("needs check\n")
 		}
 	case "blockers":
@@ -365,9 +368,10 @@ func asDeadlock(t *testing.T, err error) *txnlock.DeadlockError {
 }
 
 // block queues a waiter of txn on lock res and reports its wait, with the
-// lock's blockers now in WaitEdge.Blockers; it returns the waiter and
-// whether Block asked for a Check.
-func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, cf, locks int, stamp uint64) (*fakeWaiter, bool) {
+// lock's blockers now in WaitEdge.Blockers, or queued if set (the
+// blockers when the manager queued the waiter, for a report that comes
+// later); it returns the waiter and whether Block asked for a Check.
+func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, cf, locks int, stamp uint64, queued []txnlock.TxnID) (*fakeWaiter, bool) {
 	m := txnlock.Exclusive
 	if mode == "S" {
 		m = txnlock.Shared
@@ -378,13 +382,17 @@ func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, 
 		s.order = append(s.order, name)
 	}
 	s.waiters[name] = w
+	blockers := slices.Clone(l.blockers)
+	if queued != nil {
+		blockers = queued
+	}
 	needsCheck := s.d.Block(txnlock.WaitEdge{
 		Waiter:    w,
 		Lock:      txnlock.LockRef{CF: txnlock.ColumnFamily(cf), Range: txnlock.Point([]byte(key)), Mode: m},
 		LocksHeld: locks,
 		Since:     s.clock.Clock.Now(),
 		Stamp:     stamp,
-		Blockers:  slices.Clone(l.blockers),
+		Blockers:  blockers,
 	})
 	return w, needsCheck
 }
@@ -443,6 +451,11 @@ func (s *scenario) cmdNew(t *testing.T, d *datadriven.TestData) {
 		require.NoError(t, err)
 		o.MaxSearchTime = v
 	}
+	if d.MaybeScanArgs(t, "delay", &dur) {
+		v, err := time.ParseDuration(dur)
+		require.NoError(t, err)
+		o.DetectDelay = v
+	}
 	var tick time.Duration
 	if d.MaybeScanArgs(t, "tick", &dur) {
 		v, err := time.ParseDuration(dur)
@@ -499,7 +512,7 @@ func (s *scenario) cmdChain(t *testing.T, d *datadriven.TestData) {
 	}
 	for i := range n {
 		res := fmt.Sprintf("c%d", from+i)
-		s.block(fmt.Sprintf("t%d", from+i), txnlock.TxnID(from+i), res, res, "X", 0, 1, 0)
+		s.block(fmt.Sprintf("t%d", from+i), txnlock.TxnID(from+i), res, res, "X", 0, 1, 0, nil)
 	}
 }
 
@@ -523,7 +536,7 @@ func (s *scenario) cmdQueue(t *testing.T, d *datadriven.TestData, out *strings.B
 	ahead := slices.Clone(s.lock(res).blockers)
 	for i := range n {
 		txn := txnlock.TxnID(from + i)
-		w, needsCheck := s.block(fmt.Sprintf("t%d", from+i), txn, res, res, "X", 0, 0, 0)
+		w, needsCheck := s.block(fmt.Sprintf("t%d", from+i), txn, res, res, "X", 0, 0, 0, nil)
 		if d.HasArg("fifo") {
 			w.waitsFor, w.exact = ahead, true
 			ahead = []txnlock.TxnID{txn}

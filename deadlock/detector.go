@@ -95,7 +95,9 @@ func (d *Detector) Stamp() uint64 { return d.stamps.Add(1) }
 
 // Block records e's wait, and reports whether it needs a Check
 // (txnlock.Detector): whether a transaction in e.Blockers, whom the wait
-// was queued behind, is itself waiting. A closed detector refuses the
+// was queued behind, is itself waiting. With a DetectDelay, whose reports
+// come that long after the wait was queued, it asks the waiter for its
+// blockers now instead. A closed detector refuses the
 // wait: it fails the waiter with txnlock.ErrClosed.
 //
 // When none is, no cycle runs through the wait now, and one can only
@@ -118,7 +120,20 @@ func (d *Detector) Block(e txnlock.WaitEdge) bool {
 	}
 	txn := e.Waiter.Txn()
 	d.reg.add(wait{waiter: e.Waiter, txn: txn, lock: e.Lock, locksHeld: e.LocksHeld, since: e.Since, seq: e.Stamp})
-	for _, b := range e.Blockers {
+	blockers := e.Blockers
+	if d.opts.DetectDelay > 0 {
+		// The report comes DetectDelay after the wait was queued, and
+		// e.Blockers is as old: the lock may have gone meanwhile to a
+		// request queued ahead that now waits elsewhere. Ask for the
+		// blockers now (the wait is reported, so the detector may ask);
+		// a wait that long is rare enough to pay for it.
+		var buf [8]txnlock.TxnID
+		var ok bool
+		if blockers, ok = e.Waiter.Blockers(buf[:0]); !ok {
+			return false // over: its Unblock is on the way
+		}
+	}
+	for _, b := range blockers {
 		if b != txn && d.reg.waiting(b) {
 			return true
 		}

@@ -3,6 +3,7 @@ package deadlock
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
@@ -86,7 +87,8 @@ func TestRegistry(t *testing.T) {
 
 // TestBlockNeedsCheck: Block registers the wait and asks for a Check only
 // if a transaction in e.Blockers other than the waiter's own has an active
-// wait. It decides from e.Blockers and asks no waiter anything.
+// wait. It decides from e.Blockers and asks no waiter anything, unless
+// reports are delayed (DetectDelay).
 func TestBlockNeedsCheck(t *testing.T) {
 	d, err := newDetector(Options{Clock: manualclock.New()}, false)
 	require.NoError(t, err)
@@ -127,6 +129,17 @@ func TestBlockNeedsCheck(t *testing.T) {
 	d.Block(e)
 	require.Equal(t, uint64(1000), regWaits(d.reg, 5)[0].seq, "a second Block replaces the first")
 	require.Equal(t, 6, d.Stats().Waits)
+
+	// With a DetectDelay a report comes that long after the wait was
+	// queued, and e.Blockers is as old: Block asks the waiter instead.
+	delayed, err := newDetector(Options{DetectDelay: time.Millisecond, Clock: manualclock.New()}, false)
+	require.NoError(t, err)
+	defer delayed.Close()
+	dw1 := newTestWaiter(1, 9)
+	require.False(t, delayed.Block(dw1.edge()))
+	dw2 := newTestWaiter(2, 1)
+	require.True(t, delayed.Block(txnlock.WaitEdge{Waiter: dw2, Blockers: []txnlock.TxnID{9}}), "k went to txn 1, which waits")
+	require.Equal(t, int64(1), dw2.asked.Load())
 
 	off, err := newDetector(Options{Detection: Off}, false)
 	require.NoError(t, err)
