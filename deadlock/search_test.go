@@ -203,15 +203,15 @@ func validCycle(cycle []*edge) error {
 // randomWaits registers the waits of nTxn transactions (some waiting in
 // two places) on nLock locks, each blocked by a few random transactions
 // (sometimes by its own waiters, as upgrades are). About one wait in
-// eight has ended, not yet Unblocked. It returns the active waits.
-func randomWaits(rng *rand.Rand, r *registry, nTxn, nLock int) []*testWaiter {
+// eight has ended, not yet Unblocked. It returns the active waits and the
+// ended ones.
+func randomWaits(rng *rand.Rand, r *registry, nTxn, nLock int) (active, ended []*testWaiter) {
 	locks := make([][]txnlock.TxnID, nLock)
 	for l := range locks {
 		for range rng.IntN(4) {
 			locks[l] = append(locks[l], txnlock.TxnID(1+rng.IntN(nTxn)))
 		}
 	}
-	var active []*testWaiter
 	seq := uint64(0)
 	for t := 1; t <= nTxn; t++ {
 		n := rng.IntN(3) // 0, 1 or 2 waits
@@ -224,18 +224,25 @@ func randomWaits(rng *rand.Rand, r *registry, nTxn, nLock int) []*testWaiter {
 			r.add(wait{waiter: w, txn: w.txn, seq: seq})
 			if rng.IntN(8) == 0 {
 				w.end()
+				ended = append(ended, w)
 			} else {
 				active = append(active, w)
 			}
 		}
 	}
-	return active
+	return active, ended
 }
+
+// lazyDescribe renders a registry (describe) only when a failure message
+// is printed: describe asks every waiter, ended ones too.
+type lazyDescribe struct{ r *registry }
+
+func (l lazyDescribe) String() string { return l.r.describe() }
 
 func checkSearchAgainstReference(t *testing.T, seed uint64, nTxn, nLock int) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	reg := new(registry)
-	ws := randomWaits(rng, reg, nTxn, nLock)
+	ws, ended := randomWaits(rng, reg, nTxn, nLock)
 	ref := refGraph{waits: ws}
 	g := newGraph(&liveSource{r: reg})
 	var stack []frame
@@ -257,18 +264,18 @@ func checkSearchAgainstReference(t *testing.T, seed uint64, nTxn, nLock int) {
 				want = true
 			}
 		}
-		require.Equal(t, want, res.cycle != nil, "random seed %d: search from %v\n%s", seed, w.txn, reg.describe())
+		require.Equal(t, want, res.cycle != nil, "random seed %d: search from %v\n%s", seed, w.txn, lazyDescribe{reg})
 		if res.cycle != nil {
-			require.NoError(t, validCycle(res.cycle), "random seed %d\n%s", seed, reg.describe())
+			require.NoError(t, validCycle(res.cycle), "random seed %d\n%s", seed, lazyDescribe{reg})
 			require.Same(t, e, res.cycle[0])
 			require.Nil(t, res.met)
 		} else {
 			// Without a cycle back to w's transaction, the search keeps
 			// the first other cycle it meets: there is one iff some
 			// cycle is reachable from w.
-			require.Equal(t, ref.reachesCycle(w), res.met != nil, "random seed %d: search from %v\n%s", seed, w.txn, reg.describe())
+			require.Equal(t, ref.reachesCycle(w), res.met != nil, "random seed %d: search from %v\n%s", seed, w.txn, lazyDescribe{reg})
 			if res.met != nil {
-				require.NoError(t, validCycle(res.met), "random seed %d\n%s", seed, reg.describe())
+				require.NoError(t, validCycle(res.met), "random seed %d\n%s", seed, lazyDescribe{reg})
 			}
 		}
 		for _, n := range g.txns {
@@ -283,12 +290,15 @@ func checkSearchAgainstReference(t *testing.T, seed uint64, nTxn, nLock int) {
 	require.Len(t, flat, len(ws), "the snapshot holds the active waits")
 	snap := snapshotOf(flat, arena)
 	cycle, _ := snap.findCycle(&stack)
-	require.Equal(t, ref.hasCycle(), cycle != nil, "random seed %d: full search\n%s", seed, reg.describe())
+	require.Equal(t, ref.hasCycle(), cycle != nil, "random seed %d: full search\n%s", seed, lazyDescribe{reg})
 	if cycle != nil {
-		require.NoError(t, validCycle(cycle), "random seed %d\n%s", seed, reg.describe())
+		require.NoError(t, validCycle(cycle), "random seed %d\n%s", seed, lazyDescribe{reg})
 	}
 	for _, n := range snap.txns {
 		require.False(t, n.onStack)
+	}
+	for _, w := range ended {
+		require.Zero(t, w.asked.Load(), "random seed %d: a view or the snapshot asked an ended wait", seed)
 	}
 }
 
