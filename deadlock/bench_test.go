@@ -258,6 +258,8 @@ func BenchmarkWaitLifecycle(b *testing.B) {
 				blockers = append(blockers, 2)
 				d.Block(newTestWaiter(2, 3).edge())
 			}
+			// Every waiter of r answers Blockers from this one slice:
+			// r's blockers, live.
 			ws := make([]*testWaiter, 1000)
 			for i := range ws {
 				ws[i] = newTestWaiter(txnlock.TxnID(10+i), blockers...)
