@@ -181,13 +181,14 @@ func BenchmarkHotKey(b *testing.B) {
 }
 
 // BenchmarkCheckQueued measures one on-block Check whose search passes
-// through a lock with N waiters queued: the requester waits for a lock
-// held by the last queued waiter, whose lock is held by txn 1. The
-// resource contraction makes the cost independent of N; a trip would
-// show in the trips metric. Every transaction also holds a lock of its
-// own (as sessions holding row locks do), so that every wait is in the
-// graph: the wait of a transaction that blocks nothing would be parked
-// outside it (dormant.go), and its Check would search nothing.
+// through a lock with N waiters queued: the requester, txn 2, waits for a
+// lock held by the last queued waiter, whose lock q is held by txn 1,
+// which runs. Every waiter of q answers Blockers with q's holder, as a
+// manager does (the contraction), so the search asks the requester and
+// the last waiter, and never walks the queue: the cost is the same for
+// N=10 and N=10,000 (but for the registry slot it reads the last
+// waiter's waits from, which holds about N/1024 waits). A trip would show
+// in the trips metric.
 func BenchmarkCheckQueued(b *testing.B) {
 	for _, n := range []int{10, 10_000} {
 		b.Run(fmt.Sprintf("waiters=%d", n), func(b *testing.B) {
@@ -195,23 +196,22 @@ func BenchmarkCheckQueued(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			q := d.NewResource()
-			d.SetBlockers(q, []txnlock.TxnID{1})
-			holds := func(txn txnlock.TxnID) { d.SetBlockers(d.NewResource(), []txnlock.TxnID{txn}) }
-			var last txnlock.TxnID
+			defer d.Close()
+			var last *testWaiter
 			for i := range n {
-				last = txnlock.TxnID(100 + i)
-				holds(last)
-				d.Block(txnlock.WaitEdge{Waiter: &testWaiter{txn: last}, Resource: q})
+				last = newTestWaiter(txnlock.TxnID(100+i), 1)
+				if d.Block(last.edge()) {
+					b.Fatal("txn 1 does not wait: no Check needed")
+				}
 			}
-			r := d.NewResource()
-			d.SetBlockers(r, []txnlock.TxnID{last})
-			w := &testWaiter{txn: 2}
-			holds(2)
-			d.Block(txnlock.WaitEdge{Waiter: w, Resource: r})
-			if got := len(d.mu.c.g.txns); got != n+1 {
-				b.Fatalf("%d waits in the graph, want %d", got, n+1)
+			w := newTestWaiter(2, last.txn)
+			if !d.Block(w.edge()) {
+				b.Fatal("the last waiter waits: a Check is needed")
 			}
+			if got := d.Stats().Waits; got != n+1 {
+				b.Fatalf("%d waits registered, want %d", got, n+1)
+			}
+			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
 				if err := d.Check(w); err != nil {
@@ -220,58 +220,83 @@ func BenchmarkCheckQueued(b *testing.B) {
 			}
 			b.StopTimer()
 			st := d.Stats()
+			if st.Searches != uint64(b.N) || st.Deadlocks != 0 {
+				b.Fatalf("%v", st)
+			}
 			b.ReportMetric(float64(st.Trips), "trips")
 			b.ReportMetric(float64(st.Steps)/float64(st.Searches), "steps/search")
+			b.ReportMetric(float64(w.asked.Load()+last.asked.Load())/float64(st.Searches), "asked/search")
 		})
 	}
 }
 
 // BenchmarkWaitLifecycle is the detector's share of one hand-off on a hot
-// lock with 1,000 waiters: the granted waiter's Unblock, the SetBlockers
-// that makes it the holder, and the next wait's Block (and Check, if
-// Block asks for one). graph: each waiting transaction also blocks the
-// lock (as an upgrade does), so every wait is in the graph and searched.
-// parked: the waiting transactions hold nothing else, so their waits are
-// parked outside the graph (dormant.go).
+// lock r with 1,000 waiters: the granted waiter's Unblock, and the Block of
+// the next wait (a new transaction queued on r, here the granted waiter's
+// recycled handle), and its Check if Block asks for one. r's holder is
+// the transaction just granted.
+//
+// idle: the waiting transactions hold nothing that others wait for, and
+// r's holder runs: Block says no Check. graph: r is also blocked by txn 2,
+// an upgrade queued ahead, say, and txn 2 itself waits for a lock held by
+// txn 3, which runs: every Block asks for a Check, and each search goes
+// new waiter -> {holder, 2} -> 3.
 func BenchmarkWaitLifecycle(b *testing.B) {
-	for _, parked := range []bool{false, true} {
-		name := "graph"
-		if parked {
-			name = "parked"
+	for _, graph := range []bool{true, false} {
+		name := "idle"
+		if graph {
+			name = "graph"
 		}
 		b.Run(name, func(b *testing.B) {
 			d, err := newDetector(Options{}, false)
 			if err != nil {
 				b.Fatal(err)
 			}
-			r := d.NewResource()
-			d.SetBlockers(r, []txnlock.TxnID{1})
+			defer d.Close()
+			blockers := []txnlock.TxnID{1}
+			if graph {
+				blockers = append(blockers, 2)
+				d.Block(newTestWaiter(2, 3).edge())
+			}
+			// Every waiter of r answers Blockers from this one slice:
+			// r's blockers, live.
 			ws := make([]*testWaiter, 1000)
 			for i := range ws {
-				ws[i] = &testWaiter{txn: txnlock.TxnID(10 + i)}
-				d.Block(txnlock.WaitEdge{Waiter: ws[i], Resource: r})
+				ws[i] = newTestWaiter(txnlock.TxnID(10+i), blockers...)
+				d.Block(ws[i].edge())
 			}
 			next := txnlock.TxnID(10 + len(ws))
-			holder := []txnlock.TxnID{0}
+			edge := txnlock.WaitEdge{Blockers: blockers}
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
 				w := ws[i%len(ws)]
+				w.end() // granted
 				d.Unblock(w)
-				holder[0] = w.txn
-				d.SetBlockers(r, holder)
-				if parked { // the holder's waiter waits again as a new transaction
-					w.txn, next = next, next+1
+				blockers[0] = w.txn // the new holder of r
+				// The next wait: a new transaction queued on r.
+				w.txn, next = next, next+1
+				w.ended.Store(false)
+				edge.Waiter = w
+				if d.Block(edge) != graph {
+					b.Fatal("Block's answer is not the variant's")
 				}
-				if d.Block(txnlock.WaitEdge{Waiter: w, Resource: r}) {
+				if graph {
 					if err := d.Check(w); err != nil {
 						b.Fatal(err)
 					}
 				}
 			}
 			b.StopTimer()
-			if st := d.Stats(); st.Waits != len(ws) {
-				b.Fatalf("%d waits, want %d", st.Waits, len(ws))
+			st := d.Stats()
+			if want := len(ws) + len(blockers) - 1; st.Waits != want {
+				b.Fatalf("%d waits, want %d", st.Waits, want)
+			}
+			if st.Deadlocks != 0 || st.Trips != 0 {
+				b.Fatalf("%v", st)
+			}
+			if st.Searches > 0 {
+				b.ReportMetric(float64(st.Steps)/float64(st.Searches), "steps/search")
 			}
 		})
 	}

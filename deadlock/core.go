@@ -48,9 +48,10 @@ type core struct {
 	// detection).
 	passWanted bool
 
-	// testingOnBreak, if set, sees every confirmed cycle just before its
-	// victim is failed (tests only).
-	testingOnBreak func(*txnlock.DeadlockError)
+	// testingOnConfirm, if set, sees every confirmed cycle before its
+	// victim is failed; testingOnBreak sees it once the victim is failed
+	// (tests only).
+	testingOnConfirm, testingOnBreak func(*txnlock.DeadlockError)
 }
 
 // decision is what the wrapper must do after the core decided, with its
@@ -78,16 +79,18 @@ func (c *core) limits() limits {
 	return limits{depth: c.opts.MaxDepth, steps: c.opts.MaxSteps, time: c.opts.MaxSearchTime, clock: c.opts.Clock}
 }
 
-// check is the on-block search from w's wait, on a live view. A cycle it
-// finds is confirmed before a victim is chosen. When the victim is another
+// check is the on-block search from w's wait, on a live view; txn is w's
+// transaction, so that check calls none of w's methods, which may have
+// been recycled (Detector.Unblock's searches). A cycle it finds is
+// confirmed before a victim is chosen. When the victim is another
 // transaction the search runs again: the requester may close more than
 // one cycle (it waits for a lock with several holders), and it is about
 // to sleep, so no later search would start from it.
-func (c *core) check(w txnlock.Waiter) decision {
+func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
 	var d decision
 	c.g.reset()
 	for unconfirmed := 0; ; {
-		root := c.g.node(w.Txn())
+		root := c.g.node(txn)
 		var e *edge
 		for _, x := range root.waits {
 			if x.waiter == w {
@@ -102,21 +105,31 @@ func (c *core) check(w txnlock.Waiter) decision {
 		res := c.g.walk(&c.stack, root, c.rootBuf[:], e.txn, c.limits(), true)
 		c.rootBuf[0] = nil
 		c.stats.Steps += uint64(res.steps)
+		found := res.cycle
+		if found == nil && res.trip == "" {
+			// A cycle the search met that does not pass through w's
+			// transaction in the view may pass through w's place in its
+			// queue; if it is real, w's report may have closed it, and
+			// no other search would start.
+			found = res.met
+		}
 		switch {
-		case res.cycle != nil:
-			cycle, bad := c.confirm(res.cycle)
+		case found != nil:
+			cycle, bad := c.confirm(found)
 			if cycle == nil {
 				// Not a cycle now: an edge rests on a request that is
-				// leaving, or on one not yet reported. Search again
-				// without that edge, for another cycle through w; after
-				// a few, leave the rest to a pass.
+				// leaving, or on one not yet reported. Once it has left
+				// or reported, the cycle may be real with no new wait
+				// to start a search: a pass is wanted. Meanwhile search
+				// again without that edge, for another cycle through w,
+				// a few times.
 				c.stats.FalsePositivesAvoided++
+				c.passWanted = true
+				d.deferred = true
 				if unconfirmed++; bad < 0 || unconfirmed > maxUnconfirmed {
-					c.passWanted = true
-					d.deferred = true
 					return d
 				}
-				from, to := res.cycle[bad], res.cycle[(bad+1)%len(res.cycle)].txn
+				from, to := found[bad], found[(bad+1)%len(found)].txn
 				from.blockers = slices.DeleteFunc(slices.Clone(from.blockers), func(t txnlock.TxnID) bool { return t == to })
 				continue
 			}
@@ -197,7 +210,9 @@ func (c *core) exactPath(e *edge, target txnlock.TxnID) []*edge {
 	var hops []hop
 	c.src.waits(e.txn, true, func(w *wait, who []txnlock.TxnID) {
 		if w.waiter == e.waiter && w.seq == e.seq {
-			hops = append(hops, hop{exactEdge(w, who), -1})
+			m := exactEdge(w, who)
+			m.member = true
+			hops = append(hops, hop{m, -1})
 		}
 	})
 	seen := map[txnlock.TxnID]bool{e.txn: true}
@@ -253,12 +268,15 @@ func (c *core) breakCycle(cycle []*edge, requester txnlock.Waiter) (decision, *e
 	c.askLocksHeld(cycle)
 	v := cycle[c.chooseVictim(cycle)]
 	err := &txnlock.DeadlockError{Victim: v.txn, Cycle: entries(cycle), Time: c.opts.Clock.Now()}
-	if c.testingOnBreak != nil {
-		c.testingOnBreak(err)
+	if c.testingOnConfirm != nil {
+		c.testingOnConfirm(err)
 	}
 	if !c.src.fail(v.txn, v.waiter, v.seq, err) {
 		c.stats.FalsePositivesAvoided++
 		return decision{}, v
+	}
+	if c.testingOnBreak != nil {
+		c.testingOnBreak(err)
 	}
 	d := decision{reports: []*txnlock.DeadlockError{err}}
 	if requester != nil && v.waiter == requester {
@@ -295,11 +313,18 @@ func entries(es []*edge) []txnlock.CycleEntry {
 // resolve confirms a cycle found in a snapshot against live state and
 // breaks it if it is there. It returns the snapshot wait to drop before
 // the pass searches its snapshot again: the victim's, or the first.
+//
+// A cycle that does not confirm wants another pass, as an on-block
+// search's does: it may rest on a request whose wait has ended but which
+// is still queued, and once that request is out of its queue the
+// requests behind it wait for what it waited for, which may close the
+// cycle with no report that a search could start from.
 func (c *core) resolve(cycle []*edge) (decision, *edge) {
 	live, bad := c.confirm(cycle)
 	if live == nil {
 		c.stats.FalsePositivesAvoided++
-		return decision{}, cycle[max(bad, 0)]
+		c.passWanted = true
+		return decision{deferred: true}, cycle[max(bad, 0)]
 	}
 	d, v := c.breakCycle(live, nil)
 	for _, e := range cycle {
@@ -332,10 +357,17 @@ func backgroundPass(snap *graph, stack *[]frame, maxCycles int, resolve func([]*
 // the newest one, by stamp: the request queued last, whichever member's
 // search found the cycle (an earlier waiter's report may arrive after
 // the closing request's own search, which then found nothing).
+//
+// Only the waits the search found are candidates, not the requests that
+// confirmation added between them: such a request is queued ahead of a
+// member on the member's lock, and once it is gone the member may wait
+// for the same holders directly, the deadlock still there.
 func (c *core) chooseVictim(cycle []*edge) int {
+	members := slices.ContainsFunc(cycle, func(e *edge) bool { return e.member })
+	candidate := func(e *edge) bool { return e.member || !members }
 	var closer *edge
 	for _, e := range cycle {
-		if closer == nil || e.seq > closer.seq {
+		if candidate(e) && (closer == nil || e.seq > closer.seq) {
 			closer = e
 		}
 	}
@@ -375,9 +407,9 @@ func (c *core) chooseVictim(cycle []*edge) int {
 			return a.txn > b.txn
 		}
 	}
-	vi := 0
+	vi := slices.Index(cycle, closer)
 	for i, e := range cycle {
-		if v := cycle[vi]; better(e, v) || (!better(v, e) && e.seq > v.seq) {
+		if v := cycle[vi]; candidate(e) && (better(e, v) || (!better(v, e) && e.seq > v.seq)) {
 			vi = i
 		}
 	}

@@ -2,6 +2,7 @@ package deadlock
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,39 +20,73 @@ import (
 // when a scenario says "background", and time moves only with "advance"
 // (or by "tick" per clock read, to make a search run out of time).
 //
+// The locks are those of a tiny manager the scenario owns: a lock is a
+// name and its blockers (the "blockers" command sets them), and a waiter
+// answers the detector's questions from them when it is asked, as a
+// manager answers from its live lock table: Blockers is its lock's
+// blockers now, and WaitsFor the same without its own transaction, unless
+// a "waitsfor" command set its exact direct list (a request queued ahead
+// of it, say). "block" reports a wait with its lock's blockers at that
+// moment in WaitEdge.Blockers, as a manager queues a waiter (or with
+// queued=(..), the blockers when it was queued, for a report that comes
+// DetectDelay later), and with the
+// stamp a manager would have taken where it queued it (stamp=N), or none
+// (the detector takes the next).
+//
 // Commands:
 //
 //	new [detection=on-block|background|off] [depth=N] [steps=N] [time=D] [breaker=defer|assume]
 //	    [victim=requester|youngest|fewest-locks|priority] [prio=(1:5,..)]
-//	    [history=N] [tick=D]
-//	block txn=T res=R [key=K] [mode=S|X] [cf=N] [locks=N] [w=NAME]
+//	    [history=N] [tick=D] [delay=D]
 //	blockers res=R txns=(T,..) | from=T to=T
-//	unblock txn=T [w=NAME]       drop res=R
-//	check txn=T [w=NAME]         background [unblock=(NAME,..)]  suspects
-//	timeout txn=T [w=NAME]       grant txn=T [w=NAME]
-//	chain from=T n=N [cycle]     queue res=R from=T n=N [holding]
+//	block txn=T res=R [key=K] [mode=S|X] [cf=N] [locks=N] [stamp=N] [queued=(T,..)] [w=NAME]
+//	waitsfor txn=T [w=NAME] txns=(T,..)
+//	check txn=T [w=NAME]         unblock txn=T [w=NAME]
+//	grant txn=T [w=NAME]         timeout txn=T [w=NAME]
+//	background [unblock=(NAME,..)] [timeout=(NAME,..)]
+//	chain from=T n=N [cycle]     queue res=R from=T n=N [fifo]
 //	advance D    history [report]    report    stats    graph
+//
+// graph lists the registered waits, ended ones too, with what their
+// waiters answer now.
 type scenario struct {
 	t     *testing.T
 	clock *steppingClock
 	d     *Detector
-	res   map[string]txnlock.ResourceID
+	locks map[string]*fakeLock
 	// waiters by name ("t1" unless a block says w=...), and the names in
 	// creation order so that failures print in a stable order.
 	waiters map[string]*fakeWaiter
 	order   []string
 	lastErr *txnlock.DeadlockError
+	// asked counts the questions the waiters answered (Blockers and
+	// WaitsFor).
+	asked int
 }
 
-// fakeWaiter is a txnlock.Waiter that remembers the error it was failed
-// with. Scenario tests are single-goroutine.
+// fakeLock is a lock of the scenario's manager: whom it is blocked by.
+type fakeLock struct {
+	name     string
+	blockers []txnlock.TxnID
+}
+
+// fakeWaiter is a txnlock.Waiter queued on a fakeLock, which remembers the
+// error it was failed with. Scenario tests are single-goroutine.
 type fakeWaiter struct {
+	s        *scenario
 	name     string
 	txn      txnlock.TxnID
+	lock     *fakeLock
+	waitsFor []txnlock.TxnID // with exact: whom it waits for directly
+	exact    bool
 	err      error
 	granted  bool
 	reported bool
+	locks    int // what LocksHeld answers (block's locks=N)
 }
+
+// LocksHeld answers block's locks=N (txnlock.Waiter).
+func (w *fakeWaiter) LocksHeld() int { return w.locks }
 
 // Active says whether the waiter still waits, as lockwait.Waiter does.
 func (w *fakeWaiter) Active() bool { return w.err == nil && !w.granted }
@@ -64,6 +99,34 @@ func (w *fakeWaiter) Fail(err error) bool {
 	}
 	w.err = err
 	return true
+}
+
+// Blockers answers its lock's blockers as they are now, or false once the
+// wait is over.
+func (w *fakeWaiter) Blockers(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
+	w.s.asked++
+	if !w.Active() {
+		return dst, false
+	}
+	return append(dst, w.lock.blockers...), true
+}
+
+// WaitsFor answers the exact list a waitsfor command set, or else its
+// lock's blockers but its own transaction; false once the wait is over.
+func (w *fakeWaiter) WaitsFor(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
+	w.s.asked++
+	if !w.Active() {
+		return dst, false
+	}
+	if w.exact {
+		return append(dst, w.waitsFor...), true
+	}
+	for _, b := range w.lock.blockers {
+		if b != w.txn {
+			dst = append(dst, b)
+		}
+	}
+	return dst, true
 }
 
 // steppingClock is a manual clock that can also advance by tick on every
@@ -98,7 +161,7 @@ func (s *scenario) reset(opts Options) {
 	d, err := newDetector(opts, false)
 	require.NoError(s.t, err)
 	s.d = d
-	s.res = map[string]txnlock.ResourceID{}
+	s.locks = map[string]*fakeLock{}
 	s.waiters = map[string]*fakeWaiter{}
 	s.order = nil
 	s.lastErr = nil
@@ -111,13 +174,36 @@ func (c *steppingClock) tickOr0() time.Duration {
 	return c.tick
 }
 
-func (s *scenario) resource(name string) txnlock.ResourceID {
-	id, ok := s.res[name]
+// lock returns the lock named name, without blockers if it is new.
+func (s *scenario) lock(name string) *fakeLock {
+	l, ok := s.locks[name]
 	if !ok {
-		id = s.d.NewResource()
-		s.res[name] = id
+		l = &fakeLock{name: name}
+		s.locks[name] = l
 	}
-	return id
+	return l
+}
+
+// waiter returns the waiter a command names (txn=T [w=NAME]).
+func (s *scenario) waiter(t *testing.T, d *datadriven.TestData) *fakeWaiter {
+	w := s.waiters[waiterName(t, d, scanTxn(t, d))]
+	require.NotNil(t, w, "unknown waiter")
+	return w
+}
+
+// txnList returns the transactions of key (k=(1,2,..)), and whether key
+// is there at all: k=() is an empty list.
+func txnList(t *testing.T, d *datadriven.TestData, key string) ([]txnlock.TxnID, bool) {
+	if !d.HasArg(key) {
+		return nil, false
+	}
+	var txns []txnlock.TxnID
+	for _, v := range argList(d, key) {
+		n, err := strconv.ParseUint(v, 10, 64)
+		require.NoError(t, err)
+		txns = append(txns, txnlock.TxnID(n))
+	}
+	return txns, true
 }
 
 func scanTxn(t *testing.T, d *datadriven.TestData) txnlock.TxnID {
@@ -159,12 +245,14 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		txn := scanTxn(t, d)
 		var res string
 		d.ScanArgs(t, "res", &res)
-		key, mode, cf, locks := res, "X", 0, 0
+		key, mode, cf, locks, stamp := res, "X", 0, 0, uint64(0)
 		d.MaybeScanArgs(t, "key", &key)
 		d.MaybeScanArgs(t, "mode", &mode)
 		d.MaybeScanArgs(t, "cf", &cf)
 		d.MaybeScanArgs(t, "locks", &locks)
-		if _, needsCheck := s.block(waiterName(t, d, txn), txn, res, key, mode, cf, locks); needsCheck {
+		d.MaybeScanArgs(t, "stamp", &stamp)
+		queued, _ := txnList(t, d, "queued")
+		if _, needsCheck := s.block(waiterName(t, d, txn), txn, res, key, mode, cf, locks, stamp, queued); needsCheck {
 			out.WriteString("needs check\n")
 		}
 	case "blockers":
@@ -178,71 +266,70 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 				txns = append(txns, txnlock.TxnID(i))
 			}
 		}
-		for _, v := range argList(d, "txns") {
-			n, err := strconv.ParseUint(v, 10, 64)
-			require.NoError(t, err)
-			txns = append(txns, txnlock.TxnID(n))
-		}
-		s.d.SetBlockers(s.resource(res), txns)
+		list, _ := txnList(t, d, "txns")
+		s.lock(res).blockers = append(txns, list...)
+	case "waitsfor":
+		w := s.waiter(t, d)
+		list, ok := txnList(t, d, "txns")
+		require.True(t, ok, "waitsfor wants txns=(..)")
+		w.waitsFor, w.exact = list, true
 	case "unblock":
-		txn := scanTxn(t, d)
-		w := s.waiters[waiterName(t, d, txn)]
-		require.NotNil(t, w, "unknown waiter")
+		// The waiter's goroutine reports the end of its wait. If its
+		// transaction waits elsewhere too, the detector searches from
+		// there: the searches show.
+		w := s.waiter(t, d)
+		before := s.d.Stats()
 		s.d.Unblock(w)
+		s.printChange(&out, before, true)
 	case "grant":
 		// The manager grants the waiter, which wakes; its Unblock has
 		// not reached the detector yet.
-		w := s.waiters[waiterName(t, d, scanTxn(t, d))]
-		require.NotNil(t, w, "unknown waiter")
-		w.granted = true
+		s.waiter(t, d).granted = true
 	case "timeout":
-		// The waiter's own timeout fires: it fails, and its manager has
-		// not yet told the detector.
-		w := s.waiters[waiterName(t, d, scanTxn(t, d))]
-		require.NotNil(t, w, "unknown waiter")
+		// The waiter's own timeout fires: it fails, and its goroutine has
+		// not yet Unblocked it.
+		w := s.waiter(t, d)
 		w.Fail(txnlock.ErrLockTimeout)
 		w.reported = true
-	case "drop":
-		var res string
-		d.ScanArgs(t, "res", &res)
-		s.d.DropResource(s.resource(res))
 	case "check":
-		txn := scanTxn(t, d)
-		w := s.waiters[waiterName(t, d, txn)]
-		require.NotNil(t, w, "unknown waiter")
+		w := s.waiter(t, d)
 		before := s.d.Stats()
 		err := s.d.Check(w)
 		if err != nil {
-			// What lockwait.Waiter.Wait does with a Check error.
-			w.Fail(err)
+			// The detector failed the requester's waiter itself, with the
+			// error Check returns.
+			require.Equal(t, err, w.err, "the requester's waiter is failed with Check's error")
 			w.reported = true
 			fmt.Fprintf(&out, "%s: %v\n", w.name, err)
 			s.lastErr = asDeadlock(t, err)
 		} else {
 			fmt.Fprintf(&out, "%s: waits\n", w.name)
 		}
-		s.printChange(&out, before)
+		s.printChange(&out, before, false)
 	case "background":
-		// With unblock=(NAME,..), those waits end between the snapshot
-		// and the re-check of the cycles found in it.
+		// With unblock=(NAME,..), those waits are granted and Unblocked
+		// between the snapshot and its search; with timeout=(NAME,..),
+		// they time out then (and stay registered).
 		before := s.d.Stats()
-		gone := argList(d, "unblock")
+		gone, timedOut := argList(d, "unblock"), argList(d, "timeout")
 		s.d.testingAfterSnapshot = func() {
 			for _, name := range gone {
-				s.d.Unblock(s.waiters[name])
+				w := s.waiters[name]
+				require.NotNil(t, w, "unknown waiter %s", name)
+				w.granted = true
+				s.d.Unblock(w)
+			}
+			for _, name := range timedOut {
+				w := s.waiters[name]
+				require.NotNil(t, w, "unknown waiter %s", name)
+				w.Fail(txnlock.ErrLockTimeout)
+				w.reported = true
 			}
 		}
-		if !d.HasArg("no-suspects") {
-			s.d.checkSuspects()
-		}
+		s.d.takePassWish() // as the background goroutine does before a pass
 		s.d.backgroundPass()
 		s.d.testingAfterSnapshot = nil
-		s.printChange(&out, before)
-	case "suspects":
-		// What the background goroutine does first when woken.
-		before := s.d.Stats()
-		s.d.checkSuspects()
-		s.printChange(&out, before)
+		s.printChange(&out, before, false)
 	case "chain":
 		s.cmdChain(t, d)
 	case "queue":
@@ -267,9 +354,7 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 	case "stats":
 		fmt.Fprintln(&out, s.d.Stats())
 	case "graph":
-		s.d.mu.Lock()
-		out.WriteString(s.d.mu.c.g.describe())
-		s.d.mu.Unlock()
+		out.WriteString(s.d.reg.describe())
 	default:
 		t.Fatalf("unknown command %q", d.Cmd)
 	}
@@ -286,31 +371,41 @@ func asDeadlock(t *testing.T, err error) *txnlock.DeadlockError {
 	return de
 }
 
-// block records a wait of txn for res and returns its waiter and whether
-// Block asked for a Check.
-func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, cf, locks int) (*fakeWaiter, bool) {
+// block queues a waiter of txn on lock res and reports its wait, with the
+// lock's blockers now in WaitEdge.Blockers, or queued if set (the
+// blockers when the manager queued the waiter, for a report that comes
+// later); it returns the waiter and whether Block asked for a Check.
+func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, cf, locks int, stamp uint64, queued []txnlock.TxnID) (*fakeWaiter, bool) {
 	m := txnlock.Exclusive
 	if mode == "S" {
 		m = txnlock.Shared
 	}
-	w := &fakeWaiter{name: name, txn: txn}
+	l := s.lock(res)
+	w := &fakeWaiter{s: s, name: name, txn: txn, lock: l, locks: locks}
 	if _, ok := s.waiters[name]; !ok {
 		s.order = append(s.order, name)
 	}
 	s.waiters[name] = w
+	blockers := slices.Clone(l.blockers)
+	if queued != nil {
+		blockers = queued
+	}
 	needsCheck := s.d.Block(txnlock.WaitEdge{
-		Waiter:    w,
-		Resource:  s.resource(res),
-		Lock:      txnlock.LockRef{CF: txnlock.ColumnFamily(cf), Range: txnlock.Point([]byte(key)), Mode: m},
-		LocksHeld: locks,
-		Since:     s.clock.Clock.Now(),
+		Waiter:   w,
+		Lock:     txnlock.LockRef{CF: txnlock.ColumnFamily(cf), Range: txnlock.Point([]byte(key)), Mode: m},
+		Since:    s.clock.Clock.Now(),
+		Stamp:    stamp,
+		Blockers: blockers,
 	})
 	return w, needsCheck
 }
 
-// printChange prints the waiters failed since the last command, and the
-// counters that moved.
-func (s *scenario) printChange(out *strings.Builder, before Stats) {
+// printChange prints the waiters failed since the last command, the
+// counters that moved, and whether a background pass is wanted (a search
+// deferred or not confirmed, or a Check with Background detection): it
+// takes the wish, as the background goroutine does when woken.
+// With searches, it prints the searches run too.
+func (s *scenario) printChange(out *strings.Builder, before Stats, searches bool) {
 	for _, name := range s.order {
 		w := s.waiters[name]
 		if w.err != nil && !w.reported {
@@ -326,6 +421,9 @@ func (s *scenario) printChange(out *strings.Builder, before Stats) {
 			moved = append(moved, fmt.Sprintf("%s+%d", name, b-a))
 		}
 	}
+	if searches {
+		add("searches", before.Searches, after.Searches)
+	}
 	add("trips", before.Trips, after.Trips)
 	add("deferred", before.Deferred, after.Deferred)
 	add("assumed", before.Assumed, after.Assumed)
@@ -333,6 +431,10 @@ func (s *scenario) printChange(out *strings.Builder, before Stats) {
 	add("false_positives_avoided", before.FalsePositivesAvoided, after.FalsePositivesAvoided)
 	if len(moved) > 0 {
 		fmt.Fprintf(out, "stats: %s\n", strings.Join(moved, " "))
+	}
+	// The background goroutine would take the wish when woken.
+	if s.d.takePassWish() {
+		out.WriteString("pass wanted\n")
 	}
 }
 
@@ -351,6 +453,11 @@ func (s *scenario) cmdNew(t *testing.T, d *datadriven.TestData) {
 		v, err := time.ParseDuration(dur)
 		require.NoError(t, err)
 		o.MaxSearchTime = v
+	}
+	if d.MaybeScanArgs(t, "delay", &dur) {
+		v, err := time.ParseDuration(dur)
+		require.NoError(t, err)
+		o.DetectDelay = v
 	}
 	var tick time.Duration
 	if d.MaybeScanArgs(t, "tick", &dur) {
@@ -387,14 +494,15 @@ func (s *scenario) cmdNew(t *testing.T, d *datadriven.TestData) {
 	s.clock.tick = tick
 }
 
-// cmdChain makes txns from..from+n-1 each wait for a resource held by the
-// next (resources c<i>); with "cycle" the last waits for the first.
-// The waits are made without checks.
+// cmdChain makes txns from..from+n-1 each wait for a lock (c<i>) held by
+// the next; with "cycle" the last waits for the first. The waits are
+// reported without checks.
 func (s *scenario) cmdChain(t *testing.T, d *datadriven.TestData) {
 	var from, n int
 	d.ScanArgs(t, "from", &from)
 	d.ScanArgs(t, "n", &n)
-	// Blockers first, as a manager sets them before the first wait.
+	// Blockers first: a manager knows a lock's holders when it queues a
+	// waiter.
 	for i := range n {
 		next := txnlock.TxnID(from + i + 1)
 		if i == n-1 {
@@ -403,22 +511,21 @@ func (s *scenario) cmdChain(t *testing.T, d *datadriven.TestData) {
 			}
 			next = txnlock.TxnID(from)
 		}
-		s.d.SetBlockers(s.resource(fmt.Sprintf("c%d", from+i)), []txnlock.TxnID{next})
+		s.lock(fmt.Sprintf("c%d", from+i)).blockers = []txnlock.TxnID{next}
 	}
 	for i := range n {
 		res := fmt.Sprintf("c%d", from+i)
-		s.block(fmt.Sprintf("t%d", from+i), txnlock.TxnID(from+i), res, res, "X", 0, 1)
+		s.block(fmt.Sprintf("t%d", from+i), txnlock.TxnID(from+i), res, res, "X", 0, 1, 0, nil)
 	}
 }
 
-// cmdQueue queues txns from..from+n-1 on res, and prints how many Blocks
-// asked for a Check and how many waits were parked out of the graph
-// (dormant.go). Then, to show what a search would cost, it checks every
-// waiter anyway and prints how many were failed and what the searches
-// cost. With holding, each queued transaction first becomes the blocker
-// of a lock of its own ("h<txn>", no waiters yet), as a transaction that
-// holds row locks and queues for an AUTO-INC lock: its wait cannot be
-// parked, and goes into the graph.
+// cmdQueue queues txns from..from+n-1 on res, in that order, and prints
+// how many Blocks asked for a Check. Then, to show what a search would
+// cost, it checks every waiter anyway as it is queued, and prints how many
+// were failed, what the searches cost in steps, and how many questions
+// (Blockers, WaitsFor) the most curious one asked the waiters. With fifo,
+// each waiter's exact list names the waiter just ahead of it (the first:
+// the lock's blockers), as in a queue of Exclusive requests.
 func (s *scenario) cmdQueue(t *testing.T, d *datadriven.TestData, out *strings.Builder) {
 	var from, n int
 	var res string
@@ -428,28 +535,28 @@ func (s *scenario) cmdQueue(t *testing.T, d *datadriven.TestData, out *strings.B
 	before := s.d.Stats()
 	failed, needed := 0, 0
 	maxSteps := uint64(0)
-	parked := 0
+	maxAsked := 0
+	ahead := slices.Clone(s.lock(res).blockers)
 	for i := range n {
 		txn := txnlock.TxnID(from + i)
-		if d.HasArg("holding") {
-			s.d.SetBlockers(s.resource(fmt.Sprintf("h%d", txn)), []txnlock.TxnID{txn})
+		w, needsCheck := s.block(fmt.Sprintf("t%d", from+i), txn, res, res, "X", 0, 0, 0, nil)
+		if d.HasArg("fifo") {
+			w.waitsFor, w.exact = ahead, true
+			ahead = []txnlock.TxnID{txn}
 		}
-		w, needsCheck := s.block(fmt.Sprintf("t%d", from+i), txn, res, res, "X", 0, 0)
 		if needsCheck {
 			needed++
 		}
-		if s.d.mu.c.g.findWait(txn, w) == nil {
-			parked++
-		}
-		st := s.d.Stats().Steps
+		st, asked := s.d.Stats().Steps, s.asked
 		if err := s.d.Check(w); err != nil {
 			failed++
 		}
 		maxSteps = max(maxSteps, s.d.Stats().Steps-st)
+		maxAsked = max(maxAsked, s.asked-asked)
 	}
 	after := s.d.Stats()
-	fmt.Fprintf(out, "queued %d: checks_needed=%d parked=%d failed=%d searches=%d trips=%d deadlocks=%d max_steps_per_search=%d\n",
-		n, needed, parked, failed, after.Searches-before.Searches, after.Trips-before.Trips, after.Deadlocks-before.Deadlocks, maxSteps)
+	fmt.Fprintf(out, "queued %d: checks_needed=%d failed=%d searches=%d trips=%d deadlocks=%d max_steps_per_search=%d max_asked_per_search=%d\n",
+		n, needed, failed, after.Searches-before.Searches, after.Trips-before.Trips, after.Deadlocks-before.Deadlocks, maxSteps, maxAsked)
 	for _, name := range s.order {
 		s.waiters[name].reported = s.waiters[name].err != nil
 	}

@@ -95,7 +95,9 @@ func (d *Detector) Stamp() uint64 { return d.stamps.Add(1) }
 
 // Block records e's wait, and reports whether it needs a Check
 // (txnlock.Detector): whether a transaction in e.Blockers, whom the wait
-// was queued behind, is itself waiting. A closed detector refuses the
+// was queued behind, is itself waiting. With a DetectDelay, whose reports
+// come that long after the wait was queued, it asks the waiter for its
+// blockers now instead. A closed detector refuses the
 // wait: it fails the waiter with txnlock.ErrClosed.
 //
 // When none is, no cycle runs through the wait now, and one can only
@@ -118,7 +120,20 @@ func (d *Detector) Block(e txnlock.WaitEdge) bool {
 	}
 	txn := e.Waiter.Txn()
 	d.reg.add(wait{waiter: e.Waiter, txn: txn, lock: e.Lock, since: e.Since, seq: e.Stamp})
-	for _, b := range e.Blockers {
+	blockers := e.Blockers
+	if d.opts.DetectDelay > 0 {
+		// The report comes DetectDelay after the wait was queued, and
+		// e.Blockers is as old: the lock may have gone meanwhile to a
+		// request queued ahead that now waits elsewhere. Ask for the
+		// blockers now (the wait is reported, so the detector may ask);
+		// a wait that long is rare enough to pay for it.
+		var buf [8]txnlock.TxnID
+		var ok bool
+		if blockers, ok = e.Waiter.Blockers(buf[:0]); !ok {
+			return false // over: its Unblock is on the way
+		}
+	}
+	for _, b := range blockers {
 		if b != txn && d.reg.waiting(b) {
 			return true
 		}
@@ -139,10 +154,15 @@ func (d *Detector) Unblock(w txnlock.Waiter) {
 	if !found || !others || d.opts.DetectDelay < 0 {
 		return
 	}
+	// The other waits are searched one by one, and each may end, be
+	// Unblocked by its own goroutine and be recycled meanwhile: the
+	// searches name them by waiter and transaction read here, and call
+	// none of their methods unless they are still registered.
+	txn := w.Txn()
 	var ws []txnlock.Waiter
-	d.reg.each(w.Txn(), func(x *wait) { ws = append(ws, x.waiter) })
+	d.reg.each(txn, func(x *wait) { ws = append(ws, x.waiter) })
 	for _, o := range ws {
-		d.Check(o)
+		d.check(o, txn)
 	}
 }
 
@@ -159,6 +179,11 @@ func (d *Detector) DetectDelay() time.Duration {
 // background pass (Background). It returns the *txnlock.DeadlockError if
 // w must give up; other victims are failed here (txnlock.Detector).
 func (d *Detector) Check(w txnlock.Waiter) error {
+	return d.check(w, w.Txn())
+}
+
+// check is Check of w, a wait of txn.
+func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
 	switch d.opts.Detection {
 	case Off:
 		return nil
@@ -170,7 +195,7 @@ func (d *Detector) Check(w txnlock.Waiter) error {
 		return nil
 	}
 	d.mu.Lock()
-	dec := d.mu.c.check(w)
+	dec := d.mu.c.check(w, txn)
 	d.mu.Unlock()
 	d.apply(dec)
 	return dec.err

@@ -1,8 +1,6 @@
 package deadlock
 
 import (
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,38 +9,13 @@ import (
 	"github.com/txnlock/txnlock/internal/manualclock"
 )
 
-// chanWaiter is a txnlock.Waiter whose failure a test can wait for.
-type chanWaiter struct {
-	txn    txnlock.TxnID
-	once   sync.Once
-	failed chan error
-	done   atomic.Bool // failed
-}
-
-func newChanWaiter(txn txnlock.TxnID) *chanWaiter {
-	return &chanWaiter{txn: txn, failed: make(chan error, 1)}
-}
-
-func (w *chanWaiter) Txn() txnlock.TxnID { return w.txn }
-
-func (w *chanWaiter) Fail(err error) bool {
-	ok := false
-	w.once.Do(func() { w.done.Store(true); w.failed <- err; ok = true })
-	return ok
-}
-
-// Active: a chanWaiter waits until it is failed (its tests end other waits
-// with Unblock).
-func (w *chanWaiter) Active() bool { return !w.done.Load() }
-
-// twoCycle records 1 -> a -> 2 -> b -> 1 and returns the two waiters.
-func twoCycle(d *Detector) (*chanWaiter, *chanWaiter) {
-	a, b := d.NewResource(), d.NewResource()
-	w1, w2 := newChanWaiter(1), newChanWaiter(2)
-	d.SetBlockers(a, []txnlock.TxnID{2})
-	d.SetBlockers(b, []txnlock.TxnID{1})
-	d.Block(txnlock.WaitEdge{Waiter: w1, Resource: a})
-	d.Block(txnlock.WaitEdge{Waiter: w2, Resource: b})
+// twoCycle records 1 -> 2 -> 1: txn 1 waits for a lock held by 2, and 2
+// for one held by 1. It returns the two waiters; only the second Block
+// asks for a Check.
+func twoCycle(d *Detector) (*testWaiter, *testWaiter) {
+	w1, w2 := newTestWaiter(1, 2), newTestWaiter(2, 1)
+	d.Block(w1.edge())
+	d.Block(w2.edge())
 	return w1, w2
 }
 
@@ -72,7 +45,11 @@ func TestBackgroundGoroutineDeferred(t *testing.T) {
 	require.Equal(t, uint64(1), st.Trips)
 	require.Equal(t, uint64(1), st.Deferred)
 	require.Equal(t, uint64(1), st.Deadlocks)
-	require.Equal(t, 1, st.Waits)
+	// The victim's wait stays registered, ended, until its goroutine's
+	// Unblock.
+	require.Equal(t, 2, st.Waits)
+	d.Unblock(w2)
+	require.Equal(t, 1, d.Stats().Waits)
 }
 
 // TestBackgroundGoroutinePeriodic: with Background detection and a manual clock,
@@ -104,9 +81,10 @@ func TestCloseTwiceAndOff(t *testing.T) {
 	// After Close the waits already in the graph are still searched...
 	require.ErrorIs(t, d.Check(w2), txnlock.ErrDeadlock)
 	// ...and a new wait is refused: its waiter fails with ErrClosed.
-	w3 := newChanWaiter(3)
-	require.False(t, d.Block(txnlock.WaitEdge{Waiter: w3, Resource: d.NewResource()}))
+	w3 := newTestWaiter(3, 1)
+	require.False(t, d.Block(w3.edge()))
 	require.ErrorIs(t, <-w3.failed, txnlock.ErrClosed)
+	require.Equal(t, 2, d.Stats().Waits)
 
 	off, err := New(Options{Detection: Off})
 	require.NoError(t, err)
@@ -130,29 +108,4 @@ func TestHistoryCopies(t *testing.T) {
 	again := d.History()
 	require.Equal(t, txnlock.TxnID(2), again[0].Victim)
 	require.Equal(t, txnlock.TxnID(1), again[0].Cycle[0].Holders[0])
-}
-
-// TestDropResource: a resource dropped while a wait still points at it is
-// forgotten when that wait goes; one without waits at once. Txn 1 also
-// blocks a lock of its own (held), so its wait goes into the graph rather
-// than being parked.
-func TestDropResource(t *testing.T) {
-	d, err := newDetector(Options{Clock: manualclock.New()}, false)
-	require.NoError(t, err)
-	held, r := d.NewResource(), d.NewResource()
-	d.SetBlockers(held, []txnlock.TxnID{1})
-	w := newChanWaiter(1)
-	d.SetBlockers(r, []txnlock.TxnID{2})
-	d.Block(txnlock.WaitEdge{Waiter: w, Resource: r})
-	d.DropResource(r)
-	require.Contains(t, d.mu.c.g.res, r)
-	d.Unblock(w)
-	require.NotContains(t, d.mu.c.g.res, r)
-	d.SetBlockers(r, []txnlock.TxnID{2})
-	d.DropResource(r)
-	require.NotContains(t, d.mu.c.g.res, r)
-	require.Empty(t, d.mu.c.g.txns)
-	d.DropResource(held)
-	require.Empty(t, d.mu.c.g.res)
-	require.Zero(t, d.dorm.slot(1).blocking.Load()+d.dorm.slot(2).blocking.Load(), "blocker counts left behind")
 }

@@ -31,6 +31,9 @@ type edge struct {
 	wait
 	node     *txnNode
 	blockers []txnlock.TxnID
+	// member: in a confirmed cycle, a wait the search found, not a
+	// request in between that confirmation added (core.chooseVictim).
+	member bool
 }
 
 // txnNode is a transaction in a view: its waits (none if it does not

@@ -6,63 +6,68 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/manualclock"
 )
 
 // recyclableWaiter fails the test if the detector calls it once its owner
-// has recycled it (lockwait.Waiter.Release): a background snapshot may
-// still name it, but may call only Active, an atomic read.
+// has recycled it (lockwait.Waiter.Release), but for Active: a background
+// snapshot may still name it, and may call only Active, an atomic read.
 type recyclableWaiter struct {
+	*testWaiter
 	t        *testing.T
-	txn      txnlock.TxnID
-	waiting  atomic.Bool
 	recycled atomic.Bool
 }
 
-func newRecyclable(t *testing.T, txn txnlock.TxnID) *recyclableWaiter {
-	w := &recyclableWaiter{t: t, txn: txn}
-	w.waiting.Store(true)
-	return w
+func newRecyclable(t *testing.T, txn txnlock.TxnID, blockers ...txnlock.TxnID) *recyclableWaiter {
+	return &recyclableWaiter{testWaiter: newTestWaiter(txn, blockers...), t: t}
 }
 
-func (w *recyclableWaiter) Txn() txnlock.TxnID {
+func (w *recyclableWaiter) used(method string) {
 	if w.recycled.Load() {
-		w.t.Errorf("Txn called on txn %d's waiter after it was recycled", w.txn)
+		w.t.Errorf("%s called on txn %d's waiter after it was recycled", method, w.txn)
 	}
-	return w.txn
 }
 
-func (w *recyclableWaiter) Fail(error) bool {
-	if w.recycled.Load() {
-		w.t.Errorf("Fail called on txn %d's waiter after it was recycled", w.txn)
-	}
-	return w.waiting.CompareAndSwap(true, false)
+func (w *recyclableWaiter) Txn() txnlock.TxnID { w.used("Txn"); return w.testWaiter.Txn() }
+
+func (w *recyclableWaiter) Fail(err error) bool { w.used("Fail"); return w.testWaiter.Fail(err) }
+
+func (w *recyclableWaiter) Blockers(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
+	w.used("Blockers")
+	return w.testWaiter.Blockers(dst)
 }
 
-func (w *recyclableWaiter) Active() bool { return w.waiting.Load() }
+func (w *recyclableWaiter) WaitsFor(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
+	w.used("WaitsFor")
+	return w.testWaiter.WaitsFor(dst)
+}
+
+func (w *recyclableWaiter) edge() txnlock.WaitEdge {
+	e := w.testWaiter.edge()
+	e.Waiter = w
+	return e
+}
 
 // TestSnapshotNamesRecycledWaiter: a background pass finds a cycle in its
 // snapshot, but one member's wait ended after the snapshot (granted,
 // unblocked, its waiter recycled and waiting again for a new owner, not
 // yet reported). The search sees the waiter active and finds the cycle;
-// the re-check against the live graph must see that the wait is gone
-// without calling the recycled waiter, and must fail no one.
+// confirming it against live state must see that the wait is gone without
+// calling the recycled waiter, and must fail no one.
 func TestSnapshotNamesRecycledWaiter(t *testing.T) {
 	d, err := newDetector(Options{Detection: Background}, false)
 	require.NoError(t, err)
 	defer d.Close()
-	w1, w2 := newRecyclable(t, 1), newRecyclable(t, 2)
-	a, b := d.NewResource(), d.NewResource()
-	d.SetBlockers(a, []txnlock.TxnID{2})
-	d.SetBlockers(b, []txnlock.TxnID{1})
-	d.Block(txnlock.WaitEdge{Waiter: w1, Resource: a})
-	d.Block(txnlock.WaitEdge{Waiter: w2, Resource: b})
+	w1, w2 := newRecyclable(t, 1, 2), newRecyclable(t, 2, 1)
+	d.Block(w1.edge())
+	d.Block(w2.edge())
 	d.testingAfterSnapshot = func() {
 		// What pointlock does for a granted waiter: Grant, the waiter's
 		// Unblock as its Wait returns, then Release.
-		w1.waiting.Store(false)
+		w1.end()
 		d.Unblock(w1)
 		w1.recycled.Store(true)
-		w1.waiting.Store(true) // lockwait.New for another wait
+		w1.ended.Store(false) // lockwait.New for another wait
 	}
 	before := d.Stats()
 	d.backgroundPass()
@@ -72,11 +77,49 @@ func TestSnapshotNamesRecycledWaiter(t *testing.T) {
 	require.True(t, w2.Active(), "txn 2 still waits, not failed")
 }
 
+// TestUnblockSearchCallsNoUnblockedWaiter: Unblock of a granted wait
+// searches from its transaction's other waits, one after another. A wait
+// among those that ends and is Unblocked and recycled meanwhile (by its
+// own goroutine) must not be called: once its Unblock returned, the
+// detector calls none of its methods.
+//
+// Txn 1 waits for a (held by 9), for c (held by 9) and for b (held by 2);
+// txn 2 waits for a. a goes to txn 1: its Unblock searches from the wait
+// for b, and from the wait for c. The first finds 1 -> 2 -> 1 and fails
+// the wait for b (the newest); while the cycle is broken, the wait for c
+// ends, and its goroutine Unblocks and recycles it.
+func TestUnblockSearchCallsNoUnblockedWaiter(t *testing.T) {
+	d, err := newDetector(Options{Clock: manualclock.New()}, false)
+	require.NoError(t, err)
+	defer d.Close()
+	wa := newTestWaiter(1, 9)
+	wc := newRecyclable(t, 1, 9)
+	w2 := newTestWaiter(2, 9)
+	wb := newTestWaiter(1, 2)
+	// In this order, the slot lists wb before wc once wa is removed.
+	d.Block(wa.edge())
+	d.Block(wc.edge())
+	d.Block(w2.edge())
+	d.Block(wb.edge())
+	d.mu.c.testingOnBreak = func(*txnlock.DeadlockError) {
+		wc.end()
+		d.Unblock(wc) // wb was failed: nothing to search
+		wc.recycled.Store(true)
+	}
+	wa.end()
+	w2.setBlockers(1)
+	d.Unblock(wa)
+	require.ErrorIs(t, wb.Err(), txnlock.ErrDeadlock)
+	require.Equal(t, uint64(1), d.Stats().Deadlocks)
+}
+
 // lockCheckingWaiter fails the test if the detector fails it without
-// holding its mutex: only under the mutex is the victim's wait known to be
-// still in the graph, hence its waiter not yet recycled.
+// holding its mutex and the waiter's registry slot: only then is the
+// victim's wait known to be still registered, hence its waiter not yet
+// recycled.
 type lockCheckingWaiter struct {
-	recyclableWaiter
+	*testWaiter
+	t      *testing.T
 	d      *Detector
 	failed atomic.Bool
 }
@@ -86,31 +129,40 @@ func (w *lockCheckingWaiter) Fail(err error) bool {
 		w.d.mu.Unlock()
 		w.t.Errorf("txn %d failed without the detector's mutex held", w.txn)
 	}
+	if s := w.d.reg.slot(w.txn); s.mu.TryLock() {
+		s.mu.Unlock()
+		w.t.Errorf("txn %d failed without its registry slot held", w.txn)
+	}
 	w.failed.Store(true)
-	return w.recyclableWaiter.Fail(err)
+	return w.testWaiter.Fail(err)
 }
 
 // TestVictimFailedUnderMutex: on-block and background, a victim other than
-// the requester is failed while the detector's mutex is held.
+// the requester is failed while the detector's mutex and the victim's
+// registry slot are held; so is the requester when it is the victim.
 func TestVictimFailedUnderMutex(t *testing.T) {
-	for _, det := range []Detection{OnBlock, Background} {
-		t.Run(det.String(), func(t *testing.T) {
-			d, err := newDetector(Options{Detection: det, Victim: VictimYoungest}, false)
+	for _, tc := range []struct {
+		det    Detection
+		victim Victim
+	}{{OnBlock, VictimYoungest}, {Background, VictimYoungest}, {OnBlock, VictimRequester}} {
+		t.Run(tc.det.String()+"/"+tc.victim.String(), func(t *testing.T) {
+			d, err := newDetector(Options{Detection: tc.det, Victim: tc.victim}, false)
 			require.NoError(t, err)
 			defer d.Close()
-			old := &lockCheckingWaiter{recyclableWaiter: recyclableWaiter{t: t, txn: 1}, d: d}
-			young := &lockCheckingWaiter{recyclableWaiter: recyclableWaiter{t: t, txn: 2}, d: d}
-			old.waiting.Store(true)
-			young.waiting.Store(true)
-			a, b := d.NewResource(), d.NewResource()
-			d.SetBlockers(a, []txnlock.TxnID{1})
-			d.SetBlockers(b, []txnlock.TxnID{2})
-			d.Block(txnlock.WaitEdge{Waiter: young, Resource: a})
-			require.True(t, d.Block(txnlock.WaitEdge{Waiter: old, Resource: b}))
-			if det == OnBlock {
-				require.NoError(t, d.Check(old), "the requester is not the victim")
-			} else {
+			old := &lockCheckingWaiter{testWaiter: newTestWaiter(1, 2), t: t, d: d}
+			young := &lockCheckingWaiter{testWaiter: newTestWaiter(2, 1), t: t, d: d}
+			d.Block(txnlock.WaitEdge{Waiter: young, Blockers: []txnlock.TxnID{1}})
+			require.True(t, d.Block(txnlock.WaitEdge{Waiter: old, Blockers: []txnlock.TxnID{2}}))
+			if tc.det == Background {
+				require.NoError(t, d.Check(old))
 				d.backgroundPass()
+			} else if tc.victim == VictimRequester {
+				require.ErrorIs(t, d.Check(old), txnlock.ErrDeadlock)
+				require.True(t, old.failed.Load(), "the requester is the victim, failed through its waiter")
+				require.False(t, young.failed.Load())
+				return
+			} else {
+				require.NoError(t, d.Check(old), "the requester is not the victim")
 			}
 			require.True(t, young.failed.Load(), "the youngest is the victim")
 			require.False(t, old.failed.Load())

@@ -30,6 +30,13 @@ type result struct {
 	// cycle lists the waits of the cycle in wait order: cycle[i].txn waits
 	// for a lock that cycle[i+1].txn blocks (the last wraps).
 	cycle []*edge
+	// met is the first cycle an on-block search met that does not pass
+	// through its target, in the same order, if it found no cycle that
+	// does. The exact cycle may still pass through the target: a request
+	// queued ahead of a member on the member's lock, which the view
+	// contracts (the member's wait leads to the lock's blockers, not to
+	// it), so its own search meets the cycle and never reaches itself.
+	met []*edge
 	// trip names the limit hit ("depth", "steps", "time"); path is the
 	// search path at that moment.
 	trip  string
@@ -42,9 +49,9 @@ type result struct {
 // rootWaits.
 //
 // With target set (an on-block search, target = root) it looks for a path
-// back to target and ignores every other cycle. With target zero (a full
-// search) it stops at the first cycle of any kind: an edge back to a
-// transaction on the path.
+// back to target, and keeps the first other cycle it meets (result.met)
+// in case it finds none. With target zero (a full search) it stops at the
+// first cycle of any kind: an edge back to a transaction on the path.
 //
 // Following a wait of T means visiting the blockers of its lock but T.
 // Every transaction is expanded at most once per search: a search is
@@ -110,14 +117,19 @@ func (g *graph) walk(stack *[]frame, root *txnNode, rootWaits []*edge, target tx
 			continue // b is not waiting: a dead end
 		}
 		if n.mark == ep {
-			if n.onStack && (target == 0 || b == target) {
+			if n.onStack && (target == 0 || b == target || res.met == nil) {
+				var c []*edge
 				for i := range st {
 					if st[i].txn == n {
-						res.cycle = cycleOf(st[i:])
+						c = cycleOf(st[i:])
 						break
 					}
 				}
-				return res
+				if target == 0 || b == target {
+					res.cycle, res.met = c, nil
+					return res
+				}
+				res.met = c
 			}
 			continue
 		}
