@@ -99,13 +99,13 @@ func (v Victim) String() string {
 
 // Defaults. InnoDB's limits (depth 200, 1,000,000 steps) bound the search
 // by size; DefaultMaxSearchTime bounds it by time too, because an on-block
-// search holds the detector's mutex, which every manager's SetBlockers and
-// every graph wait's Block and Unblock take (a parked wait's do not: see
-// dormant.go): 1ms is longer than any honest search (a search visits
-// only the transactions reachable through holders, tens of nanoseconds
-// each, so a millisecond is tens of thousands of them) yet short enough
-// that a pathological graph cannot stall every lock manager behind it. A
-// search cut short is deferred, not lost (Breaker Defer).
+// search holds the detector's mutex, which every other search and every
+// Unblock that searches take, and asks the managers under their latches:
+// 1ms is longer than any honest search (a search visits only the
+// transactions reachable through holders, well under a microsecond each,
+// so a millisecond is thousands of them) yet short enough that a
+// pathological graph cannot stall a hot lock behind it. A search cut short
+// is deferred, not lost (Breaker Defer).
 const (
 	DefaultMaxDepth           = 200
 	DefaultMaxSteps           = 1_000_000
@@ -156,9 +156,9 @@ type Options struct {
 	// Default: 0 (report and check at once, as InnoDB and RocksDB do).
 	DetectDelay time.Duration
 	// BackgroundInterval is the period of the background pass, which
-	// searches the whole graph, with OnBlock detection too (a safety net: cycles
-	// that no Check sees are searched as suspects at once, see the
-	// package doc). Default: DefaultBackgroundInterval (1s).
+	// searches the whole graph, with OnBlock detection too (a safety net
+	// behind the searches of the package doc's "When a cycle closes").
+	// Default: DefaultBackgroundInterval (1s).
 	BackgroundInterval time.Duration
 	// Clock times searches and stamps reports. Default: txnlock.SystemClock.
 	Clock txnlock.Clock

@@ -847,7 +847,7 @@ func (s *truthSched) checkAfterStep() error {
 	if s.step%truthCountEvery != 0 && s.step != s.cfg.steps {
 		return nil
 	}
-	// Stats counts the parked waits slot by slot: not at every step.
+	// Stats counts the waits slot by slot: not at every step.
 	st := s.det.Stats()
 	n := 0
 	for _, sl := range s.slots {
@@ -867,8 +867,8 @@ func (s *truthSched) checkAfterStep() error {
 // is compared with the harness's.
 const truthCountEvery = 16
 
-// coreStats reads the core's counters, without the count of parked waits
-// that Stats adds.
+// coreStats reads the core's counters, without the count of waits that
+// Stats adds.
 func (s *truthSched) coreStats() Stats {
 	s.det.mu.Lock()
 	defer s.det.mu.Unlock()
