@@ -94,10 +94,7 @@ func (r *registry) remove(w txnlock.Waiter) (found, others bool) {
 func (r *registry) count() int {
 	n := 0
 	for i := range r.slots {
-		s := &r.slots[i]
-		s.mu.Lock()
-		n += len(s.waits)
-		s.mu.Unlock()
+		n += int(r.slots[i].n.Load())
 	}
 	return n
 }
