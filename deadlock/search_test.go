@@ -89,19 +89,16 @@ func (w *testWaiter) edge() txnlock.WaitEdge {
 }
 
 func (w *testWaiter) Blockers(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
-	w.asked.Add(1)
-	if w.onAsk != nil {
-		w.onAsk()
-	}
-	if !w.Active() {
-		return dst, false
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return append(dst, w.blockers...), true
+	return w.answer(dst, false)
 }
 
 func (w *testWaiter) WaitsFor(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
+	return w.answer(dst, true)
+}
+
+// answer is Blockers, or WaitsFor if direct: the list set for it, else
+// the blockers without the waiter's own transaction.
+func (w *testWaiter) answer(dst []txnlock.TxnID, direct bool) ([]txnlock.TxnID, bool) {
 	w.asked.Add(1)
 	if w.onAsk != nil {
 		w.onAsk()
@@ -111,6 +108,9 @@ func (w *testWaiter) WaitsFor(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !direct {
+		return append(dst, w.blockers...), true
+	}
 	if w.exact {
 		return append(dst, w.waitsFor...), true
 	}
