@@ -31,7 +31,7 @@
 //	┌─────────────────┐  Timeout == NoWait                    │ (only requests that
 //	│ FIFO wait queue │─────────────────▶ ErrLockTimeout      │  can now be granted)
 //	└─────────────────┘                                       │
-//	       │ Detector.Block: waiter ──▶ lock ──▶ holders      │
+//	       │ Detector.Block (it asks whom we wait for later)  │
 //	       ▼                                                  │
 //	┌─────────────────┐  cycle, this txn is the victim        │
 //	│ deadlock check  │─────────────────▶ *DeadlockError      │
@@ -47,7 +47,8 @@
 // A request is first checked against the lock's holders and its queue. If it
 // is compatible with every holder and no incompatible request waits ahead of
 // it, it is granted at once. Otherwise it joins the lock's FIFO queue and
-// the manager tells the Detector what it waits for.
+// reports its wait to the Detector, which asks the manager whom it waits
+// for when a search needs to know (Detector).
 //
 // Waiting is first come, first served, with one exception: a request of a
 // transaction T never waits for a queued request that cannot be granted
