@@ -31,7 +31,7 @@
 //	┌─────────────────┐  Timeout == NoWait                    │ (only requests that
 //	│ FIFO wait queue │─────────────────▶ ErrLockTimeout      │  can now be granted)
 //	└─────────────────┘                                       │
-//	       │ Detector.Block (it asks whom we wait for later)  │
+//	       │ Detector.Block: the wait is reported             │
 //	       ▼                                                  │
 //	┌─────────────────┐  cycle, this txn is the victim        │
 //	│ deadlock check  │─────────────────▶ *DeadlockError      │
