@@ -26,13 +26,14 @@ import "time"
 // holders of the lock it waits for).
 type Detector interface {
 	// Block records that e.Waiter waits, and reports whether the wait
-	// needs a Check. False means no cycle can run through the wait now
-	// (no transaction in e.Blockers is itself waiting, or the wait is
-	// over): a cycle that forms later needs a later event — another
-	// wait, or a transaction with a second wait in flight that is granted
-	// this one — and the search that event starts finds it. So a queue
-	// behind running holders, the common wait, costs one Block and one
-	// Unblock and no search.
+	// needs a Check. It asks the waiter whom its lock is blocked by now
+	// (Waiter.Blockers); false means none of them is itself waiting (or
+	// the wait is over), so no cycle runs through the wait now: a cycle
+	// that forms later needs a later event — another wait, or a
+	// transaction with a second wait in flight that is granted this
+	// one — and the search that event starts finds it. So a queue behind
+	// running holders, the common wait, costs one Block and one Unblock
+	// and no search.
 	Block(e WaitEdge) (needsCheck bool)
 	// Unblock forgets w's wait (granted, failed or given up); a no-op if
 	// there is none. When it returns, the detector calls none of w's
@@ -110,8 +111,4 @@ type WaitEdge struct {
 	// Stamp orders the wait among the detector's waits (Detector.Stamp),
 	// taken when the wait was queued; 0 if the manager took none.
 	Stamp uint64
-	// Blockers is what Waiter.Blockers said when the manager queued the
-	// wait. Block decides from it whether the wait needs a Check, without
-	// asking the manager again; the detector does not keep it.
-	Blockers []TxnID
 }

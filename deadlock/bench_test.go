@@ -266,7 +266,7 @@ func BenchmarkWaitLifecycle(b *testing.B) {
 				d.Block(ws[i].edge())
 			}
 			next := txnlock.TxnID(10 + len(ws))
-			edge := txnlock.WaitEdge{Blockers: blockers}
+			var edge txnlock.WaitEdge
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {

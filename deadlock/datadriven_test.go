@@ -26,12 +26,9 @@ import (
 // manager answers from its live lock table: Blockers is its lock's
 // blockers now, and WaitsFor the same without its own transaction, unless
 // a "waitsfor" command set its exact direct list (a request queued ahead
-// of it, say). "block" reports a wait with its lock's blockers at that
-// moment in WaitEdge.Blockers, as a manager queues a waiter (or with
-// queued=(..), the blockers when it was queued, for a report that comes
-// DetectDelay later), and with the
-// stamp a manager would have taken where it queued it (stamp=N), or none
-// (the detector takes the next).
+// of it, say). "block" reports a wait with the stamp a manager would have
+// taken where it queued it (stamp=N), or none (the detector takes the
+// next).
 //
 // Commands:
 //
@@ -39,7 +36,7 @@ import (
 //	    [victim=requester|youngest|fewest-locks|priority] [prio=(1:5,..)]
 //	    [history=N] [tick=D] [delay=D]
 //	blockers res=R txns=(T,..) | from=T to=T
-//	block txn=T res=R [key=K] [mode=S|X] [cf=N] [locks=N] [stamp=N] [queued=(T,..)] [w=NAME]
+//	block txn=T res=R [key=K] [mode=S|X] [cf=N] [locks=N] [stamp=N] [w=NAME]
 //	waitsfor txn=T [w=NAME] txns=(T,..)
 //	check txn=T [w=NAME]         unblock txn=T [w=NAME]
 //	grant txn=T [w=NAME]         timeout txn=T [w=NAME]
@@ -251,8 +248,7 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		d.MaybeScanArgs(t, "cf", &cf)
 		d.MaybeScanArgs(t, "locks", &locks)
 		d.MaybeScanArgs(t, "stamp", &stamp)
-		queued, _ := txnList(t, d, "queued")
-		if _, needsCheck := s.block(waiterName(t, d, txn), txn, res, key, mode, cf, locks, stamp, queued); needsCheck {
+		if _, needsCheck := s.block(waiterName(t, d, txn), txn, res, key, mode, cf, locks, stamp); needsCheck {
 			out.WriteString("needs check\n")
 		}
 	case "blockers":
@@ -371,11 +367,9 @@ func asDeadlock(t *testing.T, err error) *txnlock.DeadlockError {
 	return de
 }
 
-// block queues a waiter of txn on lock res and reports its wait, with the
-// lock's blockers now in WaitEdge.Blockers, or queued if set (the
-// blockers when the manager queued the waiter, for a report that comes
-// later); it returns the waiter and whether Block asked for a Check.
-func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, cf, locks int, stamp uint64, queued []txnlock.TxnID) (*fakeWaiter, bool) {
+// block queues a waiter of txn on lock res and reports its wait; it
+// returns the waiter and whether Block asked for a Check.
+func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, cf, locks int, stamp uint64) (*fakeWaiter, bool) {
 	m := txnlock.Exclusive
 	if mode == "S" {
 		m = txnlock.Shared
@@ -386,16 +380,11 @@ func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, 
 		s.order = append(s.order, name)
 	}
 	s.waiters[name] = w
-	blockers := slices.Clone(l.blockers)
-	if queued != nil {
-		blockers = queued
-	}
 	needsCheck := s.d.Block(txnlock.WaitEdge{
-		Waiter:   w,
-		Lock:     txnlock.LockRef{CF: txnlock.ColumnFamily(cf), Range: txnlock.Point([]byte(key)), Mode: m},
-		Since:    s.clock.Clock.Now(),
-		Stamp:    stamp,
-		Blockers: blockers,
+		Waiter: w,
+		Lock:   txnlock.LockRef{CF: txnlock.ColumnFamily(cf), Range: txnlock.Point([]byte(key)), Mode: m},
+		Since:  s.clock.Clock.Now(),
+		Stamp:  stamp,
 	})
 	return w, needsCheck
 }
@@ -515,7 +504,7 @@ func (s *scenario) cmdChain(t *testing.T, d *datadriven.TestData) {
 	}
 	for i := range n {
 		res := fmt.Sprintf("c%d", from+i)
-		s.block(fmt.Sprintf("t%d", from+i), txnlock.TxnID(from+i), res, res, "X", 0, 1, 0, nil)
+		s.block(fmt.Sprintf("t%d", from+i), txnlock.TxnID(from+i), res, res, "X", 0, 1, 0)
 	}
 }
 
@@ -539,7 +528,7 @@ func (s *scenario) cmdQueue(t *testing.T, d *datadriven.TestData, out *strings.B
 	ahead := slices.Clone(s.lock(res).blockers)
 	for i := range n {
 		txn := txnlock.TxnID(from + i)
-		w, needsCheck := s.block(fmt.Sprintf("t%d", from+i), txn, res, res, "X", 0, 0, 0, nil)
+		w, needsCheck := s.block(fmt.Sprintf("t%d", from+i), txn, res, res, "X", 0, 0, 0)
 		if d.HasArg("fifo") {
 			w.waitsFor, w.exact = ahead, true
 			ahead = []txnlock.TxnID{txn}

@@ -94,16 +94,15 @@ func (d *Detector) Options() Options { return d.opts }
 func (d *Detector) Stamp() uint64 { return d.stamps.Add(1) }
 
 // Block records e's wait, and reports whether it needs a Check
-// (txnlock.Detector): whether a transaction in e.Blockers, whom the wait
-// was queued behind, is itself waiting. With a DetectDelay, whose reports
-// come that long after the wait was queued, it asks the waiter for its
-// blockers now instead. A closed detector refuses the
+// (txnlock.Detector): whether a transaction that blocks the wait's lock
+// now (Waiter.Blockers) is itself waiting. A closed detector refuses the
 // wait: it fails the waiter with txnlock.ErrClosed.
 //
 // When none is, no cycle runs through the wait now, and one can only
 // close later by another event whose own search sees this wait (the
 // package doc, "When a cycle closes"). So the usual wait, a queue behind
-// running holders, costs one slot mutex here and one in Unblock.
+// running holders, costs one slot mutex and one question to the manager
+// here, and one slot mutex in Unblock.
 func (d *Detector) Block(e txnlock.WaitEdge) bool {
 	if d.opts.Detection == Off || e.Waiter == nil {
 		return false
@@ -120,18 +119,15 @@ func (d *Detector) Block(e txnlock.WaitEdge) bool {
 	}
 	txn := e.Waiter.Txn()
 	d.reg.add(wait{waiter: e.Waiter, txn: txn, lock: e.Lock, since: e.Since, seq: e.Stamp})
-	blockers := e.Blockers
-	if d.opts.DetectDelay > 0 {
-		// The report comes DetectDelay after the wait was queued, and
-		// e.Blockers is as old: the lock may have gone meanwhile to a
-		// request queued ahead that now waits elsewhere. Ask for the
-		// blockers now (the wait is reported, so the detector may ask);
-		// a wait that long is rare enough to pay for it.
-		var buf [8]txnlock.TxnID
-		var ok bool
-		if blockers, ok = e.Waiter.Blockers(buf[:0]); !ok {
-			return false // over: its Unblock is on the way
-		}
+	// Whom the wait is blocked by now, not when it was queued: a grant
+	// since may have given the lock to a transaction that already
+	// reported a wait of its own, whose Block then did not see this one;
+	// one of the two Blocks must see the other (the package doc, "When a
+	// cycle closes").
+	var buf [8]txnlock.TxnID
+	blockers, ok := e.Waiter.Blockers(buf[:0])
+	if !ok {
+		return false // over: its Unblock is on the way
 	}
 	for _, b := range blockers {
 		if b != txn && d.reg.waiting(b) {

@@ -22,17 +22,18 @@
 // # The detector asks
 //
 // Managers tell the detector nothing when they grant, release or queue.
-// A waiter's own goroutine reports its wait (Block) with the holders it
-// was queued behind, and takes it back (Unblock) when the wait ends; in
-// between, a search that reaches the waiting transaction asks the waiter
-// whom it waits for (txnlock.Waiter.Blockers), and its manager answers
-// from its live lock table under its own latch. The reported waits are
+// A waiter's own goroutine reports its wait (Block) and takes it back
+// (Unblock) when the wait ends; Block, and in between any search that
+// reaches the waiting transaction, asks the waiter whom it waits for
+// (txnlock.Waiter.Blockers), and its manager answers from its live lock
+// table under its own latch. The reported waits are
 // kept in a table of slots hashed by transaction, each with its own small
 // mutex (registry.go), so a hot lock's waits never meet on one mutex.
 //
 //	waiter's goroutine                 Detector
 //	  queued (manager latch released)
-//	  Block(wait, queued behind H) ──▶  slot(T): record the wait
+//	  Block(wait) ───────────────────▶  slot(T): record the wait
+//	                                    ask: blocked by H (manager latch)
 //	                                    slot(H): does H wait? no: done
 //	  sleeps ... granted
 //	  Unblock(wait) ─────────────────▶  slot(T): forget it

@@ -151,8 +151,8 @@ func TestVictimFailedUnderMutex(t *testing.T) {
 			defer d.Close()
 			old := &lockCheckingWaiter{testWaiter: newTestWaiter(1, 2), t: t, d: d}
 			young := &lockCheckingWaiter{testWaiter: newTestWaiter(2, 1), t: t, d: d}
-			d.Block(txnlock.WaitEdge{Waiter: young, Blockers: []txnlock.TxnID{1}})
-			require.True(t, d.Block(txnlock.WaitEdge{Waiter: old, Blockers: []txnlock.TxnID{2}}))
+			d.Block(txnlock.WaitEdge{Waiter: young})
+			require.True(t, d.Block(txnlock.WaitEdge{Waiter: old}))
 			if tc.det == Background {
 				require.NoError(t, d.Check(old))
 				d.backgroundPass()

@@ -85,10 +85,9 @@ func TestRegistry(t *testing.T) {
 	require.True(t, r.waiting(b))
 }
 
-// TestBlockNeedsCheck: Block registers the wait and asks for a Check only
-// if a transaction in e.Blockers other than the waiter's own has an active
-// wait. It decides from e.Blockers and asks no waiter anything, unless
-// reports are delayed (DetectDelay).
+// TestBlockNeedsCheck: Block registers the wait, asks the waiter once whom
+// its lock is blocked by now, and asks for a Check only if one of those
+// other than the waiter's own transaction has an active wait.
 func TestBlockNeedsCheck(t *testing.T) {
 	d, err := newDetector(Options{Clock: manualclock.New()}, false)
 	require.NoError(t, err)
@@ -106,12 +105,12 @@ func TestBlockNeedsCheck(t *testing.T) {
 	w1.end()
 	w4 := newTestWaiter(4, 1)
 	require.False(t, d.Block(w4.edge()))
-	// e.Blockers is what counts, not what the waiter would answer now.
-	w5 := newTestWaiter(5, 2)
-	require.False(t, d.Block(txnlock.WaitEdge{Waiter: w5, Blockers: []txnlock.TxnID{9}}))
-	require.True(t, d.Block(txnlock.WaitEdge{Waiter: newTestWaiter(6, 9), Blockers: []txnlock.TxnID{9, 2}}))
+	// What the waiter answers now counts.
+	w5 := newTestWaiter(5, 9)
+	require.False(t, d.Block(w5.edge()))
+	require.True(t, d.Block(newTestWaiter(6, 9, 2).edge()))
 	for _, w := range []*testWaiter{w1, w2, w3, w4, w5} {
-		require.Zero(t, w.asked.Load(), "Block asked txn %v's waiter", w.txn)
+		require.Equal(t, int64(1), w.asked.Load(), "Block asks txn %v's waiter once", w.txn)
 	}
 	require.Equal(t, 6, d.Stats().Waits)
 	require.Zero(t, d.Stats().Searches, "Block searches nothing")
@@ -130,15 +129,17 @@ func TestBlockNeedsCheck(t *testing.T) {
 	require.Equal(t, uint64(1000), regWaits(d.reg, 5)[0].seq, "a second Block replaces the first")
 	require.Equal(t, 6, d.Stats().Waits)
 
-	// With a DetectDelay a report comes that long after the wait was
-	// queued, and e.Blockers is as old: Block asks the waiter instead.
+	// A lock that changed hands since its waiter was queued: Block asks
+	// whom it is blocked by now, so a waiter queued behind txn 9 and
+	// reported once the lock went to txn 1, which waits, needs a Check.
 	delayed, err := newDetector(Options{DetectDelay: time.Millisecond, Clock: manualclock.New()}, false)
 	require.NoError(t, err)
 	defer delayed.Close()
 	dw1 := newTestWaiter(1, 9)
 	require.False(t, delayed.Block(dw1.edge()))
-	dw2 := newTestWaiter(2, 1)
-	require.True(t, delayed.Block(txnlock.WaitEdge{Waiter: dw2, Blockers: []txnlock.TxnID{9}}), "k went to txn 1, which waits")
+	dw2 := newTestWaiter(2, 9)
+	dw2.setBlockers(1)
+	require.True(t, delayed.Block(dw2.edge()), "k went to txn 1, which waits")
 	require.Equal(t, int64(1), dw2.asked.Load())
 
 	off, err := newDetector(Options{Detection: Off}, false)

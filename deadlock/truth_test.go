@@ -158,7 +158,6 @@ type truthMutation uint8
 
 const (
 	mutNone               truthMutation = iota
-	mutNoBlocked                        // a wait is reported without the holders it was queued behind
 	mutNoCheck                          // Block's request for a Check is ignored
 	mutNoFail                           // a Check error does not fail the requester: it sleeps on
 	mutBlockersAsQueue                  // Blockers are the holders and every queued waiter
@@ -169,7 +168,6 @@ const (
 
 var truthMutations = [...]string{
 	mutNone:               "none",
-	mutNoBlocked:          "no-blockers-at-block",
 	mutNoCheck:            "no-check",
 	mutNoFail:             "check-error-ignored",
 	mutBlockersAsQueue:    "blockers-include-queue",
@@ -483,9 +481,6 @@ func (s *truthSched) request(sl *truthSlot, cf, key int, mode txnlock.Mode) erro
 	w.Upgrade = upgrade
 	l.Enqueue(w)
 	w.Ext, w.Src = l, s
-	if s.cfg.mutation != mutNoBlocked {
-		w.Blocked = s.blockersOf(l, w)
-	}
 	w.Stamp = s.det.Stamp()
 	tw := &truthWait{w: w, l: l, cf: cf, key: key}
 	sl.wait = tw
@@ -500,7 +495,7 @@ func (s *truthSched) request(sl *truthSlot, cf, key int, mode txnlock.Mode) erro
 	// The waiter's goroutine (lockwait.Waiter.report).
 	s.broken = s.broken[:0]
 	deadlocks := s.coreStats().Deadlocks
-	edge := txnlock.WaitEdge{Waiter: w, Lock: w.Lock, Since: w.Since, Stamp: w.Stamp, Blockers: w.Blocked}
+	edge := txnlock.WaitEdge{Waiter: w, Lock: w.Lock, Since: w.Since, Stamp: w.Stamp}
 	tw.inDet = true
 	if s.det.Block(edge) && s.cfg.mutation != mutNoCheck {
 		if err := s.det.Check(w); err != nil && s.cfg.mutation != mutNoFail {
@@ -1031,7 +1026,6 @@ func TestTruthMutations(t *testing.T) {
 		m      truthMutation
 		caught bool
 	}{
-		{mutNoBlocked, true},
 		{mutNoCheck, true},
 		{mutNoFail, false},
 		{mutBlockersAsQueue, false},

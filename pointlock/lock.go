@@ -165,8 +165,8 @@ func (m *Manager) reserveKey() bool {
 }
 
 // enqueueLocked queues a waiter for req on l and, with a detector, makes
-// the stripe its Source (detect.go) and notes the holders it waits behind.
-// The waiter reports its wait itself, in Wait.
+// the stripe its Source (detect.go). The waiter reports its wait itself,
+// in Wait.
 func (m *Manager) enqueueLocked(st *stripe, l *locktable.Lock, req *txnlock.Request, upgrade bool) *lockwait.Waiter {
 	ref := txnlock.LockRef{CF: req.CF, Mode: req.Mode}
 	var det *locktable.Detector
@@ -185,7 +185,6 @@ func (m *Manager) enqueueLocked(st *stripe, l *locktable.Lock, req *txnlock.Requ
 	if m.det != nil {
 		w.Ext = l
 		w.Src = st
-		w.Blocked = l.AppendHolders(w.Blocked[:0])
 		w.Stamp = m.det.Stamp()
 	}
 	return w

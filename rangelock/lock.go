@@ -365,8 +365,6 @@ func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 	if det := f.m.det; det != nil {
 		lw := w.lw
 		lw.Src = &f.src
-		// Computed after w was linked: w is not ahead of itself.
-		lw.Blocked = f.detBlockersLocked(w, lw.Blocked[:0])
 		lw.Stamp = det.Stamp()
 		w.held = f.locksHeldLocked(q) // Source.LocksHeld answers it
 	}

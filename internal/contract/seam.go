@@ -56,9 +56,9 @@ func (d *SeamDetector) Block(e txnlock.WaitEdge) bool {
 	if _, ok := d.mu.edges[e.Waiter]; ok {
 		d.mu.problems = append(d.mu.problems, "double block")
 	}
-	e.Blockers = sortedIDs(e.Blockers)
 	d.mu.edges[e.Waiter] = e
-	d.logfLocked("block %d (%v, holds %d) behind %v", uint64(e.Waiter.Txn()), e.Lock, e.Waiter.LocksHeld(), e.Blockers)
+	behind, _ := e.Waiter.Blockers(nil)
+	d.logfLocked("block %d (%v, holds %d) behind %v", uint64(e.Waiter.Txn()), e.Lock, e.Waiter.LocksHeld(), sortedIDs(behind))
 	return true
 }
 

@@ -32,10 +32,6 @@ type Waiter struct {
 	// owning manager's live state (Blockers, WaitsFor); nil without a
 	// detector.
 	Src Source
-	// Blocked is Src's Blockers as the manager saw them when it queued
-	// the waiter (txnlock.WaitEdge.Blockers), in a buffer the waiter
-	// keeps when it is recycled.
-	Blocked []txnlock.TxnID
 	// Stamp is the detector's stamp of the wait (txnlock.Detector.Stamp),
 	// taken where the waiter was queued.
 	Stamp uint64
@@ -83,7 +79,7 @@ func (w *Waiter) Release() {
 	}
 	// Field by field: a snapshot may read state (atomically) meanwhile.
 	w.txn, w.Lock, w.Upgrade, w.Since = 0, txnlock.LockRef{}, false, time.Time{}
-	w.Src, w.Blocked, w.Stamp, w.Ext, w.err = nil, w.Blocked[:0], 0, nil, nil
+	w.Src, w.Stamp, w.Ext, w.err = nil, 0, nil, nil
 	w.state.Store(stateWaiting)
 	pool.Put(w)
 }
@@ -161,8 +157,8 @@ func (w *Waiter) Err() error {
 }
 
 // Wait sleeps until the waiter is granted or fails, and returns nil or the
-// failure. The caller has queued w (and, with a detector, set w.Src,
-// w.Blocked and w.Stamp) and holds no manager lock. timeout is the
+// failure. The caller has queued w (and, with a detector, set w.Src and
+// w.Stamp) and holds no manager lock. timeout is the
 // resolved wait (NoWait is handled by the manager before queueing;
 // WaitForever never fires).
 //
@@ -219,7 +215,7 @@ func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.
 // report tells det about the wait and, if check and Block asks for it,
 // runs the detector's Check, failing the wait if it must give up.
 func (w *Waiter) report(det txnlock.Detector, check bool) {
-	edge := txnlock.WaitEdge{Waiter: w, Lock: w.Lock, Since: w.Since, Stamp: w.Stamp, Blockers: w.Blocked}
+	edge := txnlock.WaitEdge{Waiter: w, Lock: w.Lock, Since: w.Since, Stamp: w.Stamp}
 	if det.Block(edge) && check {
 		if err := det.Check(w); err != nil {
 			w.Fail(err)

@@ -180,7 +180,6 @@ func TestReleaseRecycles(t *testing.T) {
 		t.Run(end, func(t *testing.T) {
 			w := newW(7)
 			w.Upgrade, w.Ext, w.Stamp = true, "x", 5
-			w.Blocked = append(w.Blocked, 3)
 			switch end {
 			case "granted":
 				require.True(t, grant(w))
@@ -200,7 +199,6 @@ func TestReleaseRecycles(t *testing.T) {
 				require.True(t, v.Active())
 				require.NoError(t, v.Err())
 				require.False(t, v.Upgrade)
-				require.Empty(t, v.Blocked)
 				require.Nil(t, v.Src)
 				require.Zero(t, v.Stamp)
 				require.Nil(t, v.Ext)
