@@ -354,7 +354,7 @@ func TestSearchSkipsEndedWaits(t *testing.T) {
 		w1, w2 := newTestWaiter(1, 2), newTestWaiter(2, 1)
 		d.Block(w1.edge())
 		require.True(t, d.Block(w2.edge()))
-		w1.end() // granted: its goroutine's Unblock is on the way
+		w1.end()          // granted: its goroutine's Unblock is on the way
 		w1.asked.Store(0) // its own Block asked it
 		require.NoError(t, d.Check(w2))
 		require.Zero(t, w1.asked.Load(), "an ended wait is not asked")
