@@ -26,9 +26,12 @@ import "time"
 // holders of the lock it waits for).
 type Detector interface {
 	// Block records that e.Waiter waits, and reports whether the wait
-	// needs a Check. It asks the waiter whom its lock is blocked by now
-	// (Waiter.Blockers); false means none of them is itself waiting (or
-	// the wait is over), so no cycle runs through the wait now: a cycle
+	// needs a Check: whether a transaction that blocks the wait's lock
+	// now is itself waiting. It takes them from e.Blockers unless the
+	// waiter says the lock may have been granted since it was queued
+	// (Waiter.Regranted), and else asks (Waiter.Blockers). False means
+	// none of them waits (or the wait is over), so no cycle runs through
+	// the wait now: a cycle
 	// that forms later needs a later event — another wait, or a
 	// transaction with a second wait in flight that is granted this
 	// one — and the search that event starts finds it. So a queue behind
@@ -97,6 +100,11 @@ type Waiter interface {
 	// request's goroutine only, and is then granted or waits for someone
 	// else.
 	WaitsFor(dst []TxnID) ([]TxnID, bool)
+	// Regranted reports whether the wait's lock may have been granted to
+	// anyone since the wait was queued, so that WaitEdge.Blockers may be
+	// stale. It must be cheap and take no manager lock; true is always
+	// safe.
+	Regranted() bool
 	// LocksHeld is how many locks the waiting transaction holds in the
 	// waiter's manager now: asked of the members of a cycle, for the
 	// fewest-locks victim policy and the report.
@@ -111,4 +119,8 @@ type WaitEdge struct {
 	// Stamp orders the wait among the detector's waits (Detector.Stamp),
 	// taken when the wait was queued; 0 if the manager took none.
 	Stamp uint64
+	// Blockers is what Waiter.Blockers said when the manager queued the
+	// wait, if it noted it: Block uses it while Waiter.Regranted says
+	// false, and does not keep it.
+	Blockers []TxnID
 }

@@ -82,6 +82,9 @@ type fakeWaiter struct {
 	locks    int // what LocksHeld answers (block's locks=N)
 }
 
+// Regranted is always true: Block asks the waiter (txnlock.Waiter).
+func (w *fakeWaiter) Regranted() bool { return true }
+
 // LocksHeld answers block's locks=N (txnlock.Waiter).
 func (w *fakeWaiter) LocksHeld() int { return w.locks }
 

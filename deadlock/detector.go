@@ -124,10 +124,12 @@ func (d *Detector) Block(e txnlock.WaitEdge) bool {
 	// reported a wait of its own, whose Block then did not see this one;
 	// one of the two Blocks must see the other (the package doc, "When a
 	// cycle closes").
-	var buf [8]txnlock.TxnID
-	blockers, ok := e.Waiter.Blockers(buf[:0])
-	if !ok {
-		return false // over: its Unblock is on the way
+	blockers := e.Blockers
+	if e.Waiter.Regranted() {
+		var ok bool
+		if blockers, ok = e.Waiter.Blockers(nil); !ok {
+			return false // over: its Unblock is on the way
+		}
 	}
 	for _, b := range blockers {
 		if b != txn && d.reg.waiting(b) {

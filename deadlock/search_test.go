@@ -37,6 +37,10 @@ type testWaiter struct {
 	locks  int          // what LocksHeld answers
 }
 
+// Regranted is always true: a test waiter notes no blockers when it is
+// queued, so Block asks it (txnlock.Waiter).
+func (w *testWaiter) Regranted() bool { return true }
+
 // LocksHeld answers locks (txnlock.Waiter).
 func (w *testWaiter) LocksHeld() int { return w.locks }
 

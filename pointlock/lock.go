@@ -185,6 +185,8 @@ func (m *Manager) enqueueLocked(st *stripe, l *locktable.Lock, req *txnlock.Requ
 	if m.det != nil {
 		w.Ext = l
 		w.Src = st
+		w.Blocked = l.AppendHolders(w.Blocked[:0])
+		w.WatchGrants(l.GrantCount())
 		w.Stamp = m.det.Stamp()
 	}
 	return w

@@ -1,6 +1,8 @@
 package locktable
 
 import (
+	"sync/atomic"
+
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/lockwait"
@@ -51,6 +53,11 @@ type extra struct {
 	more []*Holder      // the holders other than the inline one
 	q    lockwait.Queue // the waiters, FIFO, upgrades at the front
 	det  Detector
+	// grants counts the grants since the Lock got its extra part. It is
+	// written under the owner's latch and read without it: a waiter
+	// compares it with its value when it queued to tell whether its
+	// holders may have changed (GrantCount).
+	grants atomic.Uint32
 }
 
 // Detector is the owner's bookkeeping of a Lock for the deadlock
@@ -66,6 +73,10 @@ type Detector struct {
 	// one).
 	Own int
 }
+
+// GrantCount returns the Lock's count of grants, which a queued waiter
+// may read without the latch (lockwait.Waiter.WatchGrants).
+func (l *Lock) GrantCount() *atomic.Uint32 { return &l.ext().grants }
 
 // Det returns the Lock's detector bookkeeping, making room for it.
 func (l *Lock) Det() *Detector { return &l.ext().det }
@@ -153,6 +164,9 @@ func (l *Lock) AppendHolders(dst []txnlock.TxnID) []txnlock.TxnID {
 // grant makes list's transaction hold the Lock in mode, or raises its
 // mode if it holds it already. home is stored in a new Holder.
 func (l *Lock) grant(list *Holds, mode txnlock.Mode, home uint16) {
+	if l.x != nil {
+		l.x.grants.Add(1)
+	}
 	if hd := l.HolderOf(list.Txn); hd != nil {
 		hd.mode = hd.mode.Max(mode)
 		return

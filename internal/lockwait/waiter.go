@@ -32,6 +32,14 @@ type Waiter struct {
 	// owning manager's live state (Blockers, WaitsFor); nil without a
 	// detector.
 	Src Source
+	// Blocked is Src's Blockers as the manager saw them when it queued
+	// the waiter (txnlock.WaitEdge.Blockers), in a buffer the waiter
+	// keeps when it is recycled; valid while Regranted says false.
+	Blocked []txnlock.TxnID
+	// grants and grantsAt: the count of grants of the waiter's lock,
+	// and its value when the waiter was queued (WatchGrants).
+	grants   *atomic.Uint32
+	grantsAt uint32
 	// Stamp is the detector's stamp of the wait (txnlock.Detector.Stamp),
 	// taken where the waiter was queued.
 	Stamp uint64
@@ -79,7 +87,7 @@ func (w *Waiter) Release() {
 	}
 	// Field by field: a snapshot may read state (atomically) meanwhile.
 	w.txn, w.Lock, w.Upgrade, w.Since = 0, txnlock.LockRef{}, false, time.Time{}
-	w.Src, w.Stamp, w.Ext, w.err = nil, 0, nil, nil
+	w.Src, w.Blocked, w.grants, w.grantsAt, w.Stamp, w.Ext, w.err = nil, w.Blocked[:0], nil, 0, 0, nil, nil
 	w.state.Store(stateWaiting)
 	pool.Put(w)
 }
@@ -109,6 +117,16 @@ func (w *Waiter) Blockers(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
 func (w *Waiter) WaitsFor(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
 	return w.Src.WaitsFor(w, dst)
 }
+
+// WatchGrants gives w its lock's count of grants, which the manager
+// increments under its latch at every grant, and notes its value now: the
+// manager calls it where it queues w and sets Blocked.
+func (w *Waiter) WatchGrants(c *atomic.Uint32) { w.grants, w.grantsAt = c, c.Load() }
+
+// Regranted reports whether w's lock may have been granted to anyone
+// since w was queued, so that Blocked may be stale (txnlock.Waiter): true
+// unless the manager watches its grants (WatchGrants) and none came.
+func (w *Waiter) Regranted() bool { return w.grants == nil || w.grants.Load() != w.grantsAt }
 
 // LocksHeld asks the owning manager how many locks w's transaction holds
 // in it (txnlock.Waiter).
@@ -158,7 +176,8 @@ func (w *Waiter) Err() error {
 
 // Wait sleeps until the waiter is granted or fails, and returns nil or the
 // failure. The caller has queued w (and, with a detector, set w.Src and
-// w.Stamp) and holds no manager lock. timeout is the
+// w.Stamp, and w.Blocked if it watches the lock's grants) and holds no
+// manager lock. timeout is the
 // resolved wait (NoWait is handled by the manager before queueing;
 // WaitForever never fires).
 //
@@ -215,7 +234,7 @@ func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.
 // report tells det about the wait and, if check and Block asks for it,
 // runs the detector's Check, failing the wait if it must give up.
 func (w *Waiter) report(det txnlock.Detector, check bool) {
-	edge := txnlock.WaitEdge{Waiter: w, Lock: w.Lock, Since: w.Since, Stamp: w.Stamp}
+	edge := txnlock.WaitEdge{Waiter: w, Lock: w.Lock, Since: w.Since, Stamp: w.Stamp, Blockers: w.Blocked}
 	if det.Block(edge) && check {
 		if err := det.Check(w); err != nil {
 			w.Fail(err)
