@@ -95,14 +95,16 @@ func (d *Detector) Stamp() uint64 { return d.stamps.Add(1) }
 
 // Block records e's wait, and reports whether it needs a Check
 // (txnlock.Detector): whether a transaction that blocks the wait's lock
-// now (Waiter.Blockers) is itself waiting. A closed detector refuses the
-// wait: it fails the waiter with txnlock.ErrClosed.
+// now is itself waiting. Those are e.Blockers, whom the wait was queued
+// behind, unless the lock was granted since (Waiter.Regranted): then it
+// asks (Waiter.Blockers). A closed detector refuses the wait: it fails
+// the waiter with txnlock.ErrClosed.
 //
 // When none is, no cycle runs through the wait now, and one can only
 // close later by another event whose own search sees this wait (the
 // package doc, "When a cycle closes"). So the usual wait, a queue behind
-// running holders, costs one slot mutex and one question to the manager
-// here, and one slot mutex in Unblock.
+// running holders, costs a slot mutex here (and a question to the
+// manager if the lock changed hands meanwhile), and one in Unblock.
 func (d *Detector) Block(e txnlock.WaitEdge) bool {
 	if d.opts.Detection == Off || e.Waiter == nil {
 		return false
@@ -119,11 +121,10 @@ func (d *Detector) Block(e txnlock.WaitEdge) bool {
 	}
 	txn := e.Waiter.Txn()
 	d.reg.add(wait{waiter: e.Waiter, txn: txn, lock: e.Lock, since: e.Since, seq: e.Stamp})
-	// Whom the wait is blocked by now, not when it was queued: a grant
-	// since may have given the lock to a transaction that already
-	// reported a wait of its own, whose Block then did not see this one;
-	// one of the two Blocks must see the other (the package doc, "When a
-	// cycle closes").
+	// Whom the wait is blocked by now. A grant since it was queued may
+	// have given the lock to a transaction that already reported a wait
+	// of its own, whose Block then did not see this one; one of the two
+	// Blocks must see the other (the package doc, "When a cycle closes").
 	blockers := e.Blockers
 	if e.Waiter.Regranted() {
 		var ok bool

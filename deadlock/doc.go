@@ -22,18 +22,22 @@
 // # The detector asks
 //
 // Managers tell the detector nothing when they grant, release or queue.
-// A waiter's own goroutine reports its wait (Block) and takes it back
-// (Unblock) when the wait ends; Block, and in between any search that
-// reaches the waiting transaction, asks the waiter whom it waits for
-// (txnlock.Waiter.Blockers), and its manager answers from its live lock
-// table under its own latch. The reported waits are
+// A waiter's own goroutine reports its wait (Block), with the holders it
+// was queued behind, and takes it back (Unblock) when the wait ends; in
+// between, a search that reaches the waiting transaction asks the waiter
+// whom it waits for (txnlock.Waiter.Blockers), and its manager answers
+// from its live lock table under its own latch. Block asks too, but only
+// if the lock was granted since the wait was queued
+// (txnlock.Waiter.Regranted): a grant can hand the lock to a transaction
+// that has already reported a wait of its own, and one of the two Blocks
+// must see the other. The reported waits are
 // kept in a table of slots hashed by transaction, each with its own small
 // mutex (registry.go), so a hot lock's waits never meet on one mutex.
 //
 //	waiter's goroutine                 Detector
 //	  queued (manager latch released)
-//	  Block(wait) ───────────────────▶  slot(T): record the wait
-//	                                    ask: blocked by H (manager latch)
+//	  Block(wait, queued behind H) ──▶  slot(T): record the wait
+//	                                    (granted since? ask the manager)
 //	                                    slot(H): does H wait? no: done
 //	  sleeps ... granted
 //	  Unblock(wait) ─────────────────▶  slot(T): forget it
