@@ -142,6 +142,16 @@ func TestBlockNeedsCheck(t *testing.T) {
 	require.True(t, delayed.Block(dw2.edge()), "k went to txn 1, which waits")
 	require.Equal(t, int64(1), dw2.asked.Load())
 
+	// A waiter whose lock was not granted since it was queued is not
+	// asked: Block takes whom it was queued behind, from the edge.
+	nw1 := newTestWaiter(1, 9)
+	nw1.queued = []txnlock.TxnID{9}
+	require.False(t, delayed.Block(nw1.edge()))
+	nw2 := newTestWaiter(3, 9)
+	nw2.queued = []txnlock.TxnID{1}
+	require.True(t, delayed.Block(nw2.edge()), "queued behind txn 1, which waits")
+	require.Zero(t, nw1.asked.Load()+nw2.asked.Load(), "Block asked a waiter whose lock was not granted since")
+
 	off, err := newDetector(Options{Detection: Off}, false)
 	require.NoError(t, err)
 	defer off.Close()

@@ -35,11 +35,14 @@ type testWaiter struct {
 	asked  atomic.Int64 // Blockers and WaitsFor calls
 	failed chan error   // the error Fail delivered (capacity 1)
 	locks  int          // what LocksHeld answers
+	// queued, if set, is whom the waiter was queued behind, and its lock
+	// has not been granted since: edge carries it and Regranted is false.
+	queued []txnlock.TxnID
 }
 
-// Regranted is always true: a test waiter notes no blockers when it is
-// queued, so Block asks it (txnlock.Waiter).
-func (w *testWaiter) Regranted() bool { return true }
+// Regranted is true unless queued is set: a test waiter notes no
+// blockers when it is queued, so Block asks it (txnlock.Waiter).
+func (w *testWaiter) Regranted() bool { return w.queued == nil }
 
 // LocksHeld answers locks (txnlock.Waiter).
 func (w *testWaiter) LocksHeld() int { return w.locks }
@@ -86,7 +89,9 @@ func (w *testWaiter) setWaitsFor(b ...txnlock.TxnID) {
 }
 
 // edge returns the waiter's WaitEdge.
-func (w *testWaiter) edge() txnlock.WaitEdge { return txnlock.WaitEdge{Waiter: w} }
+func (w *testWaiter) edge() txnlock.WaitEdge {
+	return txnlock.WaitEdge{Waiter: w, Blockers: w.queued}
+}
 
 func (w *testWaiter) Blockers(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
 	return w.answer(dst, false)

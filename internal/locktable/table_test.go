@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/txnlock/txnlock"
 )
 
 // freeTable returns a Table whose recycled Locks have keys of the given
@@ -97,4 +98,23 @@ func TestTableRecycles(t *testing.T) {
 		l := tab.New(pos, 7, key)
 		require.True(t, tab.Delete(7, l))
 	}))
+}
+
+// TestGrantCount: every grant of a Lock with a queue, a new holder or a
+// raised mode, moves its count of grants (what a queued waiter watches,
+// lockwait.Waiter.WatchGrants); a release does not.
+func TestGrantCount(t *testing.T) {
+	var tab Table
+	_, pos := tab.Find(1, []byte("k"))
+	l := tab.New(pos, 1, []byte("k"))
+	h1, h2 := &Holds{Txn: 1}, &Holds{Txn: 2}
+	l.Grant(h1, txnlock.Shared, 0)
+	c := l.GrantCount()
+	at := c.Load()
+	l.Grant(h2, txnlock.Shared, 0)
+	require.Equal(t, at+1, c.Load(), "a new holder")
+	l.Grant(h1, txnlock.Exclusive, 0)
+	require.Equal(t, at+2, c.Load(), "a raised mode")
+	require.True(t, l.Release(2))
+	require.Equal(t, at+2, c.Load(), "a release grants nothing")
 }

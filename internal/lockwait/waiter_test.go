@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -253,4 +254,19 @@ func grant(w *Waiter) bool {
 	}
 	w.Wake()
 	return true
+}
+
+// TestRegranted: a waiter that does not watch its lock's grants always
+// says its lock may have been granted since it was queued; one that does
+// says so once the count moved.
+func TestRegranted(t *testing.T) {
+	w := newW(1)
+	defer w.Release()
+	require.True(t, w.Regranted(), "nothing watched: it may have been")
+	var grants atomic.Uint32
+	grants.Store(7)
+	w.WatchGrants(&grants)
+	require.False(t, w.Regranted())
+	grants.Add(1)
+	require.True(t, w.Regranted())
 }
