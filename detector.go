@@ -2,10 +2,35 @@ package txnlock
 
 import "time"
 
-// Detector is the seam between lock managers and a deadlock detector
-// (package deadlock implements it). Managers that are given the same
-// Detector share one waits-for graph, so a cycle that crosses column
-// families or runs through a point lock and a range lock is found.
+// Detector is a deadlock detector that lock managers share (package
+// deadlock implements it). A user creates one and gives it to each manager
+// (WaitOptions.Detector); managers given the same Detector share one
+// waits-for graph, so a cycle that crosses column families or runs through
+// a point lock and a range lock is found.
+//
+// Everything else in this file is the seam between a manager and its
+// detector, which only managers call. A manager attaches when it is
+// created, reports each of its waits to the WaitGraph it gets back, and
+// detaches when it closes.
+type Detector interface {
+	// Attach connects a manager to the detector. c answers how many locks
+	// a transaction holds in the manager: a deadlock report and the
+	// fewest-locks victim policy count a transaction's locks in every
+	// manager attached. The manager reports its waits to the returned
+	// WaitGraph and calls its Detach when it closes.
+	Attach(c LockCounter) WaitGraph
+}
+
+// LockCounter is what a detector asks a manager about a transaction.
+type LockCounter interface {
+	// LocksHeld is how many locks txn holds in the manager now. A
+	// detector asks it of the members of a cycle, with none of the
+	// manager's locks held; the manager may take its latches.
+	LocksHeld(txn TxnID) int
+}
+
+// WaitGraph is a manager's attachment to a Detector: the calls the
+// manager makes for its waits.
 //
 // The detector asks; the managers do not tell. A waiter's own goroutine
 // reports its wait (Block) and its end (Unblock), with no manager lock
@@ -24,7 +49,7 @@ import "time"
 // A transaction never blocks itself: a search that follows a wait's
 // Blockers skips the waiting transaction (an upgrading holder is among the
 // holders of the lock it waits for).
-type Detector interface {
+type WaitGraph interface {
 	// Block records that e.Waiter waits, and reports whether the wait
 	// needs a Check: whether a transaction that blocks the wait's lock
 	// now is itself waiting. It takes them from e.Blockers unless the
@@ -60,6 +85,10 @@ type Detector interface {
 	// costs the detector nothing. 0: at once. Negative: Block at once,
 	// and the waiter never calls Check.
 	DetectDelay() time.Duration
+	// Detach ends the attachment: the manager calls it once, when it
+	// closes, after its waits have ended. The detector then asks the
+	// manager nothing more.
+	Detach()
 }
 
 // Waiter is the handle of one blocked request, as a detector sees it. The
@@ -105,10 +134,6 @@ type Waiter interface {
 	// stale. It must be cheap and take no manager lock; true is always
 	// safe.
 	Regranted() bool
-	// LocksHeld is how many locks the waiting transaction holds in the
-	// waiter's manager now: asked of the members of a cycle, for the
-	// fewest-locks victim policy and the report.
-	LocksHeld() int
 }
 
 // WaitEdge describes a wait to the detector.
@@ -116,7 +141,7 @@ type WaitEdge struct {
 	Waiter Waiter
 	Lock   LockRef // what is requested, for reports
 	Since  time.Time
-	// Stamp orders the wait among the detector's waits (Detector.Stamp),
+	// Stamp orders the wait among the detector's waits (WaitGraph.Stamp),
 	// taken when the wait was queued; 0 if the manager took none.
 	Stamp uint64
 	// Blockers is what Waiter.Blockers said when the manager queued the

@@ -31,7 +31,7 @@
 //	┌─────────────────┐  Timeout == NoWait                    │ (only requests that
 //	│ FIFO wait queue │─────────────────▶ ErrLockTimeout      │  can now be granted)
 //	└─────────────────┘                                       │
-//	       │ Detector.Block: the wait is reported             │
+//	       │ WaitGraph.Block: the wait is reported            │
 //	       ▼                                                  │
 //	┌─────────────────┐  cycle, this txn is the victim        │
 //	│ deadlock check  │─────────────────▶ *DeadlockError      │

@@ -109,13 +109,17 @@ func cause(err error) string {
 // Unwrap returns the cause.
 func (e *LockError) Unwrap() error { return e.Err }
 
-// CycleEntry is one transaction of a deadlock cycle: what it waits for and
-// who holds that lock (or is queued ahead of it).
+// CycleEntry is one transaction of a deadlock cycle: the lock it waits
+// for, and whom it waits for directly, by the rule of WaitStatus.Blockers.
 type CycleEntry struct {
-	Txn       TxnID
-	Lock      LockRef
-	Holders   []TxnID
-	LocksHeld int // locks held in the manager it waits in, when the deadlock was found
+	Txn  TxnID
+	Lock LockRef
+	// Blockers are the transactions the wait waits for directly when the
+	// deadlock was found: the holders of the lock it conflicts with, or
+	// the conflicting requests queued ahead of it that it waits for. The
+	// next entry's transaction is among them.
+	Blockers  []TxnID
+	LocksHeld int // locks held in every manager sharing the detector, when the deadlock was found
 	Since     time.Time
 }
 
@@ -124,9 +128,12 @@ type CycleEntry struct {
 // is true.
 type DeadlockError struct {
 	Victim TxnID
-	// Cycle lists the transactions in wait order: Cycle[i] waits for a lock
-	// held by (or queued ahead of it by) Cycle[i+1], and the last one waits
-	// for Cycle[0]. Empty when LimitExceeded.
+	// Cycle lists the transactions in wait order: Cycle[i] waits for
+	// Cycle[i+1] (the last for Cycle[0]), which holds a lock Cycle[i]'s
+	// request conflicts with, or has a request queued ahead of it that it
+	// waits for. A queue on the way is expanded: a request that stands
+	// between two transactions is a member of the cycle. Empty when
+	// LimitExceeded.
 	Cycle []CycleEntry
 	// LimitExceeded: no cycle was found; the search hit the detector's
 	// depth, step or time limit and the breaker policy assumes a deadlock.
@@ -165,8 +172,8 @@ func (e *DeadlockError) Report() string {
 		entries = e.Path
 	}
 	for i, c := range entries {
-		fmt.Fprintf(&sb, "*** (%d) TRANSACTION %d, holding %d lock(s) in that manager\n", i+1, uint64(c.Txn), c.LocksHeld)
-		fmt.Fprintf(&sb, "*** (%d) WAITING FOR %s %v mode %v, held by %s\n", i+1, c.Lock.CF, c.Lock.Range, c.Lock.Mode, txnList(c.Holders))
+		fmt.Fprintf(&sb, "*** (%d) TRANSACTION %d, holding %d lock(s)\n", i+1, uint64(c.Txn), c.LocksHeld)
+		fmt.Fprintf(&sb, "*** (%d) WAITING FOR %s %v mode %v, blocked by %s\n", i+1, c.Lock.CF, c.Lock.Range, c.Lock.Mode, txnList(c.Blockers))
 	}
 	fmt.Fprintf(&sb, "*** WE ROLL BACK TRANSACTION %d\n", uint64(e.Victim))
 	return sb.String()

@@ -34,8 +34,8 @@ func TestDeadlockError(t *testing.T) {
 	d := &DeadlockError{
 		Victim: 2,
 		Cycle: []CycleEntry{
-			{Txn: 1, Lock: LockRef{CF: 0, Range: Point([]byte("a")), Mode: Exclusive}, Holders: []TxnID{2}, LocksHeld: 1},
-			{Txn: 2, Lock: LockRef{CF: 1, Range: Point([]byte("b")), Mode: Shared}, Holders: []TxnID{1}, LocksHeld: 3},
+			{Txn: 1, Lock: LockRef{CF: 0, Range: Point([]byte("a")), Mode: Exclusive}, Blockers: []TxnID{2}, LocksHeld: 1},
+			{Txn: 2, Lock: LockRef{CF: 1, Range: Point([]byte("b")), Mode: Shared}, Blockers: []TxnID{1}, LocksHeld: 3},
 		},
 		Time: at,
 	}
@@ -46,7 +46,7 @@ func TestDeadlockError(t *testing.T) {
 	require.Equal(t, "txnlock: deadlock: cycle 1 -> 2 (victim txn 2)", d.Error())
 	rep := d.Report()
 	require.Contains(t, rep, "LATEST DETECTED DEADLOCK")
-	require.Contains(t, rep, "*** (2) WAITING FOR cf 1 [b] mode S, held by [1]")
+	require.Contains(t, rep, "*** (2) WAITING FOR cf 1 [b] mode S, blocked by [1]")
 	require.True(t, strings.HasSuffix(rep, "*** WE ROLL BACK TRANSACTION 2\n"))
 
 	lim := &DeadlockError{Victim: 5, LimitExceeded: true, Limit: "depth"}

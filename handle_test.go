@@ -21,9 +21,19 @@ type blockSignal struct {
 	blocked chan txnlock.TxnID
 }
 
-func (d *blockSignal) Block(e txnlock.WaitEdge) bool {
-	needs := d.Detector.Block(e)
-	d.blocked <- e.Waiter.Txn()
+func (d *blockSignal) Attach(c txnlock.LockCounter) txnlock.WaitGraph {
+	return signalGraph{d.Detector.Attach(c), d.blocked}
+}
+
+// signalGraph is a manager's attachment through blockSignal.
+type signalGraph struct {
+	txnlock.WaitGraph
+	blocked chan txnlock.TxnID
+}
+
+func (g signalGraph) Block(e txnlock.WaitEdge) bool {
+	needs := g.WaitGraph.Block(e)
+	g.blocked <- e.Waiter.Txn()
 	return needs
 }
 

@@ -200,12 +200,12 @@ func BenchmarkCheckQueued(b *testing.B) {
 			var last *testWaiter
 			for i := range n {
 				last = newTestWaiter(txnlock.TxnID(100+i), 1)
-				if d.Block(last.edge()) {
+				if d.block(last.edge()) {
 					b.Fatal("txn 1 does not wait: no Check needed")
 				}
 			}
 			w := newTestWaiter(2, last.txn)
-			if !d.Block(w.edge()) {
+			if !d.block(w.edge()) {
 				b.Fatal("the last waiter waits: a Check is needed")
 			}
 			if got := d.Stats().Waits; got != n+1 {
@@ -214,7 +214,7 @@ func BenchmarkCheckQueued(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for range b.N {
-				if err := d.Check(w); err != nil {
+				if err := d.check(w, w.Txn()); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -256,14 +256,14 @@ func BenchmarkWaitLifecycle(b *testing.B) {
 			blockers := []txnlock.TxnID{1}
 			if graph {
 				blockers = append(blockers, 2)
-				d.Block(newTestWaiter(2, 3).edge())
+				d.block(newTestWaiter(2, 3).edge())
 			}
 			// Every waiter of r answers Blockers from this one slice:
 			// r's blockers, live.
 			ws := make([]*testWaiter, 1000)
 			for i := range ws {
 				ws[i] = newTestWaiter(txnlock.TxnID(10+i), blockers...)
-				d.Block(ws[i].edge())
+				d.block(ws[i].edge())
 			}
 			next := txnlock.TxnID(10 + len(ws))
 			var edge txnlock.WaitEdge
@@ -272,17 +272,17 @@ func BenchmarkWaitLifecycle(b *testing.B) {
 			for i := range b.N {
 				w := ws[i%len(ws)]
 				w.end() // granted
-				d.Unblock(w)
+				d.unblock(w)
 				blockers[0] = w.txn // the new holder of r
 				// The next wait: a new transaction queued on r.
 				w.txn, next = next, next+1
 				w.ended.Store(false)
 				edge.Waiter = w
-				if d.Block(edge) != graph {
+				if d.block(edge) != graph {
 					b.Fatal("Block's answer is not the variant's")
 				}
 				if graph {
-					if err := d.Check(w); err != nil {
+					if err := d.check(w, w.Txn()); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -22,19 +22,31 @@ type lateReports struct {
 	once         sync.Once
 }
 
-func (d *lateReports) Block(e txnlock.WaitEdge) bool {
+func (d *lateReports) Attach(c txnlock.LockCounter) txnlock.WaitGraph {
+	return lateGraph{d.Detector.Attach(c), d}
+}
+
+// lateGraph is a manager's attachment through lateReports.
+type lateGraph struct {
+	txnlock.WaitGraph
+	d *lateReports
+}
+
+func (g lateGraph) Block(e txnlock.WaitEdge) bool {
+	d := g.d
 	if e.Waiter.Txn() == d.late {
 		<-d.release
 	}
-	needsCheck := d.Detector.Block(e)
+	needsCheck := g.WaitGraph.Block(e)
 	if e.Waiter.Txn() == d.closer && !needsCheck {
 		d.once.Do(func() { close(d.release) })
 	}
 	return needsCheck
 }
 
-func (d *lateReports) Check(w txnlock.Waiter) error {
-	err := d.Detector.Check(w)
+func (g lateGraph) Check(w txnlock.Waiter) error {
+	d := g.d
+	err := g.WaitGraph.Check(w)
 	if w.Txn() == d.closer {
 		d.once.Do(func() { close(d.release) })
 	}

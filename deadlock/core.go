@@ -81,7 +81,7 @@ func (c *core) limits() limits {
 
 // check is the on-block search from w's wait, on a live view; txn is w's
 // transaction, so that check calls none of w's methods, which may have
-// been recycled (Detector.Unblock's searches). A cycle it finds is
+// been recycled (Detector.unblock's searches). A cycle it finds is
 // confirmed before a victim is chosen. When the victim is another
 // transaction the search runs again: the requester may close more than
 // one cycle (it waits for a lock with several holders), and it is about
@@ -287,11 +287,11 @@ func (c *core) breakCycle(cycle []*edge, requester txnlock.Waiter) (decision, *e
 	return d, v
 }
 
-// askLocksHeld asks each wait how many locks its transaction holds, for
-// the victim policy and the report.
+// askLocksHeld asks how many locks each wait's transaction holds, in
+// every manager attached, for the victim policy and the report.
 func (c *core) askLocksHeld(es []*edge) {
 	for _, e := range es {
-		e.locksHeld = c.src.locksHeld(e.txn, e.waiter, e.seq)
+		e.locksHeld = c.src.locksHeld(e.txn)
 	}
 }
 
@@ -302,7 +302,7 @@ func entries(es []*edge) []txnlock.CycleEntry {
 		out[i] = txnlock.CycleEntry{
 			Txn:       e.txn,
 			Lock:      e.lock,
-			Holders:   append([]txnlock.TxnID(nil), e.blockers...),
+			Blockers:  append([]txnlock.TxnID(nil), e.blockers...),
 			LocksHeld: e.locksHeld,
 			Since:     e.since,
 		}

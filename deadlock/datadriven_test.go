@@ -59,6 +59,9 @@ type scenario struct {
 	// asked counts the questions the waiters answered (Blockers and
 	// WaitsFor).
 	asked int
+	// held is what the scenario's manager says each transaction holds
+	// (block's locks=N).
+	held heldLocks
 }
 
 // fakeLock is a lock of the scenario's manager: whom it is blocked by.
@@ -79,14 +82,10 @@ type fakeWaiter struct {
 	err      error
 	granted  bool
 	reported bool
-	locks    int // what LocksHeld answers (block's locks=N)
 }
 
 // Regranted is always true: Block asks the waiter (txnlock.Waiter).
 func (w *fakeWaiter) Regranted() bool { return true }
-
-// LocksHeld answers block's locks=N (txnlock.Waiter).
-func (w *fakeWaiter) LocksHeld() int { return w.locks }
 
 // Active says whether the waiter still waits, as lockwait.Waiter does.
 func (w *fakeWaiter) Active() bool { return w.err == nil && !w.granted }
@@ -165,6 +164,8 @@ func (s *scenario) reset(opts Options) {
 	s.waiters = map[string]*fakeWaiter{}
 	s.order = nil
 	s.lastErr = nil
+	s.held = heldLocks{}
+	d.Attach(s.held)
 }
 
 func (c *steppingClock) tickOr0() time.Duration {
@@ -278,7 +279,7 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		// there: the searches show.
 		w := s.waiter(t, d)
 		before := s.d.Stats()
-		s.d.Unblock(w)
+		s.d.unblock(w)
 		s.printChange(&out, before, true)
 	case "grant":
 		// The manager grants the waiter, which wakes; its Unblock has
@@ -293,7 +294,7 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 	case "check":
 		w := s.waiter(t, d)
 		before := s.d.Stats()
-		err := s.d.Check(w)
+		err := s.d.check(w, w.Txn())
 		if err != nil {
 			// The detector failed the requester's waiter itself, with the
 			// error Check returns.
@@ -316,7 +317,7 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 				w := s.waiters[name]
 				require.NotNil(t, w, "unknown waiter %s", name)
 				w.granted = true
-				s.d.Unblock(w)
+				s.d.unblock(w)
 			}
 			for _, name := range timedOut {
 				w := s.waiters[name]
@@ -378,12 +379,13 @@ func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, 
 		m = txnlock.Shared
 	}
 	l := s.lock(res)
-	w := &fakeWaiter{s: s, name: name, txn: txn, lock: l, locks: locks}
+	w := &fakeWaiter{s: s, name: name, txn: txn, lock: l}
+	s.held[txn] = locks
 	if _, ok := s.waiters[name]; !ok {
 		s.order = append(s.order, name)
 	}
 	s.waiters[name] = w
-	needsCheck := s.d.Block(txnlock.WaitEdge{
+	needsCheck := s.d.block(txnlock.WaitEdge{
 		Waiter: w,
 		Lock:   txnlock.LockRef{CF: txnlock.ColumnFamily(cf), Range: txnlock.Point([]byte(key)), Mode: m},
 		Since:  s.clock.Clock.Now(),
@@ -540,7 +542,7 @@ func (s *scenario) cmdQueue(t *testing.T, d *datadriven.TestData, out *strings.B
 			needed++
 		}
 		st, asked := s.d.Stats().Steps, s.asked
-		if err := s.d.Check(w); err != nil {
+		if err := s.d.check(w, w.Txn()); err != nil {
 			failed++
 		}
 		maxSteps = max(maxSteps, s.d.Stats().Steps-st)

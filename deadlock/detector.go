@@ -33,6 +33,8 @@ type Detector struct {
 	// reg holds the reported waits. Block and Unblock take one of its
 	// slot mutexes, not mu.
 	reg *registry
+	// att are the managers attached (Attach), asked for lock counts.
+	att attachments
 
 	// kick wakes the background goroutine (capacity 1: kicks coalesce).
 	kick      chan struct{}
@@ -78,7 +80,7 @@ func newDetector(opts Options, goroutine bool) (*Detector, error) {
 		stop: make(chan struct{}),
 		done: make(chan struct{}),
 	}
-	d.mu.c = newCore(opts, &liveSource{r: d.reg})
+	d.mu.c = newCore(opts, &liveSource{r: d.reg, att: &d.att})
 	if goroutine && opts.Detection != Off {
 		go d.run()
 	} else {
@@ -90,11 +92,8 @@ func newDetector(opts Options, goroutine bool) (*Detector, error) {
 // Options returns the options in use (defaults filled in).
 func (d *Detector) Options() Options { return d.opts }
 
-// Stamp returns the next wait stamp (txnlock.Detector).
-func (d *Detector) Stamp() uint64 { return d.stamps.Add(1) }
-
-// Block records e's wait, and reports whether it needs a Check
-// (txnlock.Detector): whether a transaction that blocks the wait's lock
+// block records e's wait, and reports whether it needs a Check
+// (txnlock.WaitGraph.Block): whether a transaction that blocks the wait's lock
 // now is itself waiting. Those are e.Blockers, whom the wait was queued
 // behind, unless the lock was granted since (Waiter.Regranted): then it
 // asks (Waiter.Blockers). A closed detector refuses the wait: it fails
@@ -105,7 +104,7 @@ func (d *Detector) Stamp() uint64 { return d.stamps.Add(1) }
 // package doc, "When a cycle closes"). So the usual wait, a queue behind
 // running holders, costs a slot mutex here (and a question to the
 // manager if the lock changed hands meanwhile), and one in Unblock.
-func (d *Detector) Block(e txnlock.WaitEdge) bool {
+func (d *Detector) block(e txnlock.WaitEdge) bool {
 	if d.opts.Detection == Off || e.Waiter == nil {
 		return false
 	}
@@ -117,7 +116,7 @@ func (d *Detector) Block(e txnlock.WaitEdge) bool {
 		return false // granted or failed before it came: nothing to record
 	}
 	if e.Stamp == 0 {
-		e.Stamp = d.Stamp()
+		e.Stamp = d.stamps.Add(1)
 	}
 	txn := e.Waiter.Txn()
 	d.reg.add(wait{waiter: e.Waiter, txn: txn, lock: e.Lock, since: e.Since, seq: e.Stamp})
@@ -140,12 +139,12 @@ func (d *Detector) Block(e txnlock.WaitEdge) bool {
 	return false
 }
 
-// Unblock forgets w's wait (txnlock.Detector). If w's transaction has
+// unblock forgets w's wait (txnlock.WaitGraph.Unblock). If w's transaction has
 // another wait in flight, the wait that just ended may have been granted,
 // making the transaction a holder that others wait for: a cycle through
 // its other wait may have closed without a new wait, so Unblock searches
 // from it.
-func (d *Detector) Unblock(w txnlock.Waiter) {
+func (d *Detector) unblock(w txnlock.Waiter) {
 	if d.opts.Detection == Off {
 		return
 	}
@@ -165,23 +164,10 @@ func (d *Detector) Unblock(w txnlock.Waiter) {
 	}
 }
 
-// DetectDelay is Options.DetectDelay, or -1 (never check) when Detection is Off
-// (txnlock.Detector).
-func (d *Detector) DetectDelay() time.Duration {
-	if d.opts.Detection == Off {
-		return -1
-	}
-	return d.opts.DetectDelay
-}
-
-// Check searches for a cycle through w's wait (OnBlock), or wakes the
-// background pass (Background). It returns the *txnlock.DeadlockError if
-// w must give up; other victims are failed here (txnlock.Detector).
-func (d *Detector) Check(w txnlock.Waiter) error {
-	return d.check(w, w.Txn())
-}
-
-// check is Check of w, a wait of txn.
+// check searches for a cycle through w's wait, a wait of txn (OnBlock),
+// or wakes the background pass (Background). It returns the
+// *txnlock.DeadlockError if w must give up; other victims are failed here
+// (txnlock.WaitGraph.Check).
 func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
 	switch d.opts.Detection {
 	case Off:

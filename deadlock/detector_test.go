@@ -14,8 +14,8 @@ import (
 // asks for a Check.
 func twoCycle(d *Detector) (*testWaiter, *testWaiter) {
 	w1, w2 := newTestWaiter(1, 2), newTestWaiter(2, 1)
-	d.Block(w1.edge())
-	d.Block(w2.edge())
+	d.block(w1.edge())
+	d.block(w2.edge())
 	return w1, w2
 }
 
@@ -35,7 +35,7 @@ func TestBackgroundGoroutineDeferred(t *testing.T) {
 	require.NoError(t, err)
 	defer func() { require.NoError(t, d.Close()) }()
 	_, w2 := twoCycle(d)
-	require.NoError(t, d.Check(w2)) // trips at depth 1: deferred
+	require.NoError(t, d.check(w2, w2.Txn())) // trips at depth 1: deferred
 	err = <-w2.failed
 	require.ErrorIs(t, err, txnlock.ErrDeadlock)
 	<-reported
@@ -48,7 +48,7 @@ func TestBackgroundGoroutineDeferred(t *testing.T) {
 	// The victim's wait stays registered, ended, until its goroutine's
 	// Unblock.
 	require.Equal(t, 2, st.Waits)
-	d.Unblock(w2)
+	d.unblock(w2)
 	require.Equal(t, 1, d.Stats().Waits)
 }
 
@@ -59,7 +59,7 @@ func TestBackgroundGoroutinePeriodic(t *testing.T) {
 	d, err := New(Options{Detection: Background, Clock: clock, BackgroundInterval: time.Second})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, d.Close()) }()
-	require.Equal(t, time.Duration(0), d.DetectDelay())
+	require.Equal(t, time.Duration(0), d.Attach(heldLocks{}).DetectDelay())
 	twoCycle(d)
 	// Wait until the goroutine has armed its timer, then fire it.
 	require.Eventually(t, func() bool { return clock.Pending() == 1 }, 10*time.Second, 100*time.Microsecond)
@@ -79,18 +79,18 @@ func TestCloseTwiceAndOff(t *testing.T) {
 	require.NoError(t, d.Close())
 	require.ErrorIs(t, d.Close(), txnlock.ErrClosed, "a second Close says so, as every Close in txnlock")
 	// After Close the waits already in the graph are still searched...
-	require.ErrorIs(t, d.Check(w2), txnlock.ErrDeadlock)
+	require.ErrorIs(t, d.check(w2, w2.Txn()), txnlock.ErrDeadlock)
 	// ...and a new wait is refused: its waiter fails with ErrClosed.
 	w3 := newTestWaiter(3, 1)
-	require.False(t, d.Block(w3.edge()))
+	require.False(t, d.block(w3.edge()))
 	require.ErrorIs(t, <-w3.failed, txnlock.ErrClosed)
 	require.Equal(t, 2, d.Stats().Waits)
 
 	off, err := New(Options{Detection: Off})
 	require.NoError(t, err)
-	require.Equal(t, time.Duration(-1), off.DetectDelay())
+	require.Equal(t, time.Duration(-1), off.Attach(heldLocks{}).DetectDelay())
 	_, w2 = twoCycle(off)
-	require.NoError(t, off.Check(w2))
+	require.NoError(t, off.check(w2, w2.Txn()))
 	require.Zero(t, off.Stats().Waits)
 	require.NoError(t, off.Close())
 }
@@ -100,12 +100,12 @@ func TestHistoryCopies(t *testing.T) {
 	d, err := newDetector(Options{Clock: manualclock.New()}, false)
 	require.NoError(t, err)
 	_, w2 := twoCycle(d)
-	require.Error(t, d.Check(w2))
+	require.Error(t, d.check(w2, w2.Txn()))
 	h := d.History()
 	require.Len(t, h, 1)
-	h[0].Cycle[0].Holders[0] = 99
+	h[0].Cycle[0].Blockers[0] = 99
 	h[0].Victim = 99
 	again := d.History()
 	require.Equal(t, txnlock.TxnID(2), again[0].Victim)
-	require.Equal(t, txnlock.TxnID(1), again[0].Cycle[0].Holders[0])
+	require.Equal(t, txnlock.TxnID(1), again[0].Cycle[0].Blockers[0])
 }

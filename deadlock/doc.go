@@ -1,8 +1,8 @@
 // Package deadlock finds deadlocks among transactions waiting in txnlock
-// lock managers. A Detector implements the txnlock.Detector seam; give the
-// same Detector to every manager (point and range, every column family) and
-// they share one waits-for graph, so a cycle that crosses managers or
-// column families is found. There are no package-level globals.
+// lock managers. Give the same Detector to every manager (point and
+// range, every column family) and they share one waits-for graph, so a
+// cycle that crosses managers or column families is found. There are no
+// package-level globals.
 //
 //	det, _ := deadlock.New(deadlock.Options{}) // zero Options: the defaults
 //	defer det.Close()                          // after the managers
@@ -103,7 +103,7 @@
 //
 // # Which request closed a cycle
 //
-// Every wait carries a stamp (txnlock.Detector.Stamp) that its manager
+// Every wait carries a stamp (txnlock.WaitGraph.Stamp) that its manager
 // takes inside the critical section that queues it, so stamps order waits
 // as the managers queued them. The request that closed a cycle is, in
 // terms a caller can observe, the member whose Lock call began waiting

@@ -40,7 +40,7 @@ func Example() {
 	if errors.As(err, &d) {
 		fmt.Println("txn 2 deadlocked:", errors.Is(err, txnlock.ErrDeadlock), "victim:", d.Victim)
 		for _, e := range d.Cycle {
-			fmt.Printf("  txn %d waits for %v held by %v\n", e.Txn, e.Lock, e.Holders)
+			fmt.Printf("  txn %d waits for %v, blocked by %v\n", e.Txn, e.Lock, e.Blockers)
 		}
 	}
 	m.UnlockAll(2) // the victim rolls back
@@ -49,8 +49,8 @@ func Example() {
 	m.UnlockAll(1)
 	// Output:
 	// txn 2 deadlocked: true victim: txn 2
-	//   txn 2 waits for cf 0 [a] X held by [txn 1]
-	//   txn 1 waits for cf 0 [b] X held by [txn 2]
+	//   txn 2 waits for cf 0 [a] X, blocked by [txn 1]
+	//   txn 1 waits for cf 0 [b] X, blocked by [txn 2]
 	// txn 1: <nil>
 	// 1 deadlock in the history
 }

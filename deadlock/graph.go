@@ -57,9 +57,8 @@ type source interface {
 	// fail fails the wait of txn made by w with stamp seq, if it is still
 	// reported and active, and reports whether it did.
 	fail(txn txnlock.TxnID, w txnlock.Waiter, seq uint64, err error) bool
-	// locksHeld asks that wait how many locks its transaction holds in
-	// its manager (0 if the wait is no longer reported).
-	locksHeld(txn txnlock.TxnID, w txnlock.Waiter, seq uint64) int
+	// locksHeld is how many locks txn holds in every manager attached.
+	locksHeld(txn txnlock.TxnID) int
 }
 
 // graph is a view of the waits-for graph: transactions, their waits, and

@@ -48,7 +48,7 @@ func cloneEntries(in []txnlock.CycleEntry) []txnlock.CycleEntry {
 	}
 	out := slices.Clone(in)
 	for i := range out {
-		out[i].Holders = slices.Clone(out[i].Holders)
+		out[i].Blockers = slices.Clone(out[i].Blockers)
 		out[i].Lock.Range = out[i].Lock.Range.Clone()
 	}
 	return out

@@ -73,9 +73,9 @@ func TestPointCycleAcrossColumnFamilies(t *testing.T) {
 	require.Equal(t, txnlock.TxnID(2), de.Victim)
 	require.Len(t, de.Cycle, 2)
 	require.Equal(t, txnlock.ColumnFamily(0), de.Cycle[0].Lock.CF)
-	require.Equal(t, []txnlock.TxnID{1}, de.Cycle[0].Holders)
+	require.Equal(t, []txnlock.TxnID{1}, de.Cycle[0].Blockers)
 	require.Equal(t, txnlock.ColumnFamily(1), de.Cycle[1].Lock.CF)
-	require.Equal(t, []txnlock.TxnID{2}, de.Cycle[1].Holders)
+	require.Equal(t, []txnlock.TxnID{2}, de.Cycle[1].Blockers)
 	t.Log("\n" + de.Report())
 
 	// The victim rolls back; the other proceeds.
@@ -216,8 +216,8 @@ func (r *refState) validate(de *txnlock.DeadlockError) error {
 			return fmt.Errorf("%v waits for %v, not %v\nholds: %v", c.Txn, req, c.Lock, r.holds)
 		}
 		next := de.Cycle[(i+1)%len(de.Cycle)].Txn
-		if !slices.Contains(c.Holders, next) {
-			return fmt.Errorf("%v's entry does not name %v: %v", c.Txn, next, c.Holders)
+		if !slices.Contains(c.Blockers, next) {
+			return fmt.Errorf("%v's entry does not name %v: %v", c.Txn, next, c.Blockers)
 		}
 		if _, ok := r.holds[next][key]; ok {
 			continue

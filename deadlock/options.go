@@ -75,8 +75,8 @@ const (
 	// if Options.Priority is set, then the highest TxnID.
 	VictimYoungest
 	// VictimFewestLocks fails the transaction that held the fewest locks
-	// when the deadlock was found (txnlock.Waiter.LocksHeld), then the
-	// youngest.
+	// when the deadlock was found, in every manager attached to the
+	// detector (txnlock.LockCounter), then the youngest.
 	VictimFewestLocks
 	// VictimPriority fails the transaction with the lowest
 	// Options.Priority, then the one that closed the cycle.

@@ -59,13 +59,13 @@ func TestSnapshotNamesRecycledWaiter(t *testing.T) {
 	require.NoError(t, err)
 	defer d.Close()
 	w1, w2 := newRecyclable(t, 1, 2), newRecyclable(t, 2, 1)
-	d.Block(w1.edge())
-	d.Block(w2.edge())
+	d.block(w1.edge())
+	d.block(w2.edge())
 	d.testingAfterSnapshot = func() {
 		// What pointlock does for a granted waiter: Grant, the waiter's
 		// Unblock as its Wait returns, then Release.
 		w1.end()
-		d.Unblock(w1)
+		d.unblock(w1)
 		w1.recycled.Store(true)
 		w1.ended.Store(false) // lockwait.New for another wait
 	}
@@ -97,18 +97,18 @@ func TestUnblockSearchCallsNoUnblockedWaiter(t *testing.T) {
 	w2 := newTestWaiter(2, 9)
 	wb := newTestWaiter(1, 2)
 	// In this order, the slot lists wb before wc once wa is removed.
-	d.Block(wa.edge())
-	d.Block(wc.edge())
-	d.Block(w2.edge())
-	d.Block(wb.edge())
+	d.block(wa.edge())
+	d.block(wc.edge())
+	d.block(w2.edge())
+	d.block(wb.edge())
 	d.mu.c.testingOnBreak = func(*txnlock.DeadlockError) {
 		wc.end()
-		d.Unblock(wc) // wb was failed: nothing to search
+		d.unblock(wc) // wb was failed: nothing to search
 		wc.recycled.Store(true)
 	}
 	wa.end()
 	w2.setBlockers(1)
-	d.Unblock(wa)
+	d.unblock(wa)
 	require.ErrorIs(t, wb.Err(), txnlock.ErrDeadlock)
 	require.Equal(t, uint64(1), d.Stats().Deadlocks)
 }
@@ -151,18 +151,18 @@ func TestVictimFailedUnderMutex(t *testing.T) {
 			defer d.Close()
 			old := &lockCheckingWaiter{testWaiter: newTestWaiter(1, 2), t: t, d: d}
 			young := &lockCheckingWaiter{testWaiter: newTestWaiter(2, 1), t: t, d: d}
-			d.Block(txnlock.WaitEdge{Waiter: young})
-			require.True(t, d.Block(txnlock.WaitEdge{Waiter: old}))
+			d.block(txnlock.WaitEdge{Waiter: young})
+			require.True(t, d.block(txnlock.WaitEdge{Waiter: old}))
 			if tc.det == Background {
-				require.NoError(t, d.Check(old))
+				require.NoError(t, d.check(old, old.Txn()))
 				d.backgroundPass()
 			} else if tc.victim == VictimRequester {
-				require.ErrorIs(t, d.Check(old), txnlock.ErrDeadlock)
+				require.ErrorIs(t, d.check(old, old.Txn()), txnlock.ErrDeadlock)
 				require.True(t, old.failed.Load(), "the requester is the victim, failed through its waiter")
 				require.False(t, young.failed.Load())
 				return
 			} else {
-				require.NoError(t, d.Check(old), "the requester is not the victim")
+				require.NoError(t, d.check(old, old.Txn()), "the requester is not the victim")
 			}
 			require.True(t, young.failed.Load(), "the youngest is the victim")
 			require.False(t, old.failed.Load())

@@ -122,6 +122,7 @@ func (r *registry) waiting(txn txnlock.TxnID) bool {
 // waiter's manager, with the waiter's slot held.
 type liveSource struct {
 	r   *registry
+	att *attachments
 	buf []txnlock.TxnID
 }
 
@@ -158,17 +159,7 @@ func (l *liveSource) fail(txn txnlock.TxnID, w txnlock.Waiter, seq uint64, err e
 	return false
 }
 
-func (l *liveSource) locksHeld(txn txnlock.TxnID, w txnlock.Waiter, seq uint64) int {
-	s := l.r.slot(txn)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := range s.waits {
-		if x := &s.waits[i]; x.waiter == w && x.seq == seq {
-			return w.LocksHeld()
-		}
-	}
-	return 0
-}
+func (l *liveSource) locksHeld(txn txnlock.TxnID) int { return l.att.locksHeld(txn) }
 
 // flatten appends every active wait, with its blockers as its manager
 // answers now, to dst and arena: a background pass's snapshot, read slot

@@ -93,22 +93,22 @@ func TestBlockNeedsCheck(t *testing.T) {
 	require.NoError(t, err)
 	defer d.Close()
 	w1 := newTestWaiter(1, 2)
-	require.False(t, d.Block(w1.edge()), "txn 2 does not wait")
+	require.False(t, d.block(w1.edge()), "txn 2 does not wait")
 	w2 := newTestWaiter(2, 1)
-	require.True(t, d.Block(w2.edge()), "txn 1 waits")
+	require.True(t, d.block(w2.edge()), "txn 1 waits")
 	// An upgrader is among the blockers of its own lock: it does not
 	// count, although it now waits.
 	w3 := newTestWaiter(3, 3, 9)
-	require.False(t, d.Block(w3.edge()))
+	require.False(t, d.block(w3.edge()))
 	// A blocker whose wait ended (granted, not yet Unblocked) does not
 	// count.
 	w1.end()
 	w4 := newTestWaiter(4, 1)
-	require.False(t, d.Block(w4.edge()))
+	require.False(t, d.block(w4.edge()))
 	// What the waiter answers now counts.
 	w5 := newTestWaiter(5, 9)
-	require.False(t, d.Block(w5.edge()))
-	require.True(t, d.Block(newTestWaiter(6, 9, 2).edge()))
+	require.False(t, d.block(w5.edge()))
+	require.True(t, d.block(newTestWaiter(6, 9, 2).edge()))
 	for _, w := range []*testWaiter{w1, w2, w3, w4, w5} {
 		require.Equal(t, int64(1), w.asked.Load(), "Block asks txn %v's waiter once", w.txn)
 	}
@@ -118,14 +118,14 @@ func TestBlockNeedsCheck(t *testing.T) {
 	// A wait that ended before its report is not registered.
 	late := newTestWaiter(7, 2)
 	late.end()
-	require.False(t, d.Block(late.edge()))
+	require.False(t, d.block(late.edge()))
 	require.Equal(t, 6, d.Stats().Waits)
 	// Every Block takes a stamp unless the manager took one: the newer
 	// wait has the larger.
 	require.Less(t, regWaits(d.reg, 1)[0].seq, regWaits(d.reg, 2)[0].seq)
 	e := w5.edge()
 	e.Stamp = 1000
-	d.Block(e)
+	d.block(e)
 	require.Equal(t, uint64(1000), regWaits(d.reg, 5)[0].seq, "a second Block replaces the first")
 	require.Equal(t, 6, d.Stats().Waits)
 
@@ -136,27 +136,27 @@ func TestBlockNeedsCheck(t *testing.T) {
 	require.NoError(t, err)
 	defer delayed.Close()
 	dw1 := newTestWaiter(1, 9)
-	require.False(t, delayed.Block(dw1.edge()))
+	require.False(t, delayed.block(dw1.edge()))
 	dw2 := newTestWaiter(2, 9)
 	dw2.setBlockers(1)
-	require.True(t, delayed.Block(dw2.edge()), "k went to txn 1, which waits")
+	require.True(t, delayed.block(dw2.edge()), "k went to txn 1, which waits")
 	require.Equal(t, int64(1), dw2.asked.Load())
 
 	// A waiter whose lock was not granted since it was queued is not
 	// asked: Block takes whom it was queued behind, from the edge.
 	nw1 := newTestWaiter(1, 9)
 	nw1.queued = []txnlock.TxnID{9}
-	require.False(t, delayed.Block(nw1.edge()))
+	require.False(t, delayed.block(nw1.edge()))
 	nw2 := newTestWaiter(3, 9)
 	nw2.queued = []txnlock.TxnID{1}
-	require.True(t, delayed.Block(nw2.edge()), "queued behind txn 1, which waits")
+	require.True(t, delayed.block(nw2.edge()), "queued behind txn 1, which waits")
 	require.Zero(t, nw1.asked.Load()+nw2.asked.Load(), "Block asked a waiter whose lock was not granted since")
 
 	off, err := newDetector(Options{Detection: Off}, false)
 	require.NoError(t, err)
 	defer off.Close()
-	require.False(t, off.Block(newTestWaiter(1, 2).edge()))
-	require.False(t, off.Block(newTestWaiter(2, 1).edge()), "Off registers nothing")
+	require.False(t, off.block(newTestWaiter(1, 2).edge()))
+	require.False(t, off.block(newTestWaiter(2, 1).edge()), "Off registers nothing")
 	require.Zero(t, off.Stats().Waits)
 }
 
@@ -202,7 +202,7 @@ func TestConfirm(t *testing.T) {
 		w3.setWaitsFor(2)
 		w1 = newTestWaiter(1, 3)
 		for _, w := range []*testWaiter{w2, w3, w1} {
-			d.Block(w.edge())
+			d.block(w.edge())
 		}
 		return d, w1, w2, w3, viewEdges(t, d, w1, w3)
 	}
@@ -235,7 +235,7 @@ func TestConfirm(t *testing.T) {
 		d, _, _, w3, cycle := setup(t)
 		e := w3.edge()
 		e.Stamp = 1000
-		d.Block(e)
+		d.block(e)
 		require.Nil(t, first(d.mu.c.confirm(cycle)))
 	})
 	t.Run("paths that cross", func(t *testing.T) {
@@ -251,7 +251,7 @@ func TestConfirm(t *testing.T) {
 		w2.setWaitsFor(3)
 		w3.setWaitsFor(1, 2)
 		for _, w := range []*testWaiter{w1, w2, w3} {
-			d.Block(w.edge())
+			d.block(w.edge())
 		}
 		got, _ := d.mu.c.confirm(viewEdges(t, d, w1, w2))
 		require.Equal(t, []txnlock.TxnID{3, 2}, edgeTxns(got))
@@ -272,17 +272,17 @@ func TestCheckReportsConfirmedCycle(t *testing.T) {
 	w3 := newTestWaiter(3, 1)
 	w3.setWaitsFor(2)
 	w1 := newTestWaiter(1, 3)
-	d.Block(w2.edge())
-	d.Block(w3.edge())
-	require.True(t, d.Block(w1.edge()))
-	err = d.Check(w1)
+	d.block(w2.edge())
+	d.block(w3.edge())
+	require.True(t, d.block(w1.edge()))
+	err = d.check(w1, w1.Txn())
 	de := asDeadlock(t, err)
 	require.Equal(t, txnlock.TxnID(1), de.Victim, "the requester's wait is the newest")
 	var txns []txnlock.TxnID
 	var holders [][]txnlock.TxnID
 	for _, c := range de.Cycle {
 		txns = append(txns, c.Txn)
-		holders = append(holders, c.Holders)
+		holders = append(holders, c.Blockers)
 	}
 	require.Equal(t, []txnlock.TxnID{1, 3, 2}, txns)
 	require.Equal(t, [][]txnlock.TxnID{{3}, {2}, {1}}, holders)
@@ -296,11 +296,11 @@ func TestCheckReportsConfirmedCycle(t *testing.T) {
 	w3 = newTestWaiter(3, 1)
 	w3.setWaitsFor(2)
 	w1 = newTestWaiter(1, 3)
-	d2.Block(w2.edge())
-	d2.Block(w3.edge())
-	d2.Block(w1.edge())
+	d2.block(w2.edge())
+	d2.block(w3.edge())
+	d2.block(w1.edge())
 	w2.end()
-	require.NoError(t, d2.Check(w1))
+	require.NoError(t, d2.check(w1, w1.Txn()))
 	st := d2.Stats()
 	require.Zero(t, st.Deadlocks)
 	require.Equal(t, uint64(1), st.FalsePositivesAvoided)
@@ -320,11 +320,11 @@ func TestUnblockSearchesOtherWait(t *testing.T) {
 	w1a, w1b := newTestWaiter(1, 9), newTestWaiter(1, 2)
 	w2 := newTestWaiter(2, 9)
 	for _, w := range []*testWaiter{w1a, w1b, w2} {
-		require.False(t, d.Block(w.edge()))
+		require.False(t, d.block(w.edge()))
 	}
 	w1a.end() // granted
 	w2.setBlockers(1)
-	d.Unblock(w1a)
+	d.unblock(w1a)
 	st := d.Stats()
 	// The victim is the newest wait, txn 2's: not the searching one, so
 	// the search runs again from w1b, and finds nothing more.
@@ -335,15 +335,15 @@ func TestUnblockSearchesOtherWait(t *testing.T) {
 
 	// The victim's goroutine Unblocks its wait: txn 2 has no other, so
 	// there is nothing to search.
-	d.Unblock(w2)
+	d.unblock(w2)
 	require.Equal(t, uint64(2), d.Stats().Searches)
 	// Nor when the other wait has ended too.
 	w1c := newTestWaiter(1, 5)
-	d.Block(w1c.edge())
+	d.block(w1c.edge())
 	w1b.end()
-	d.Unblock(w1c)
+	d.unblock(w1c)
 	require.Equal(t, uint64(2), d.Stats().Searches)
-	d.Unblock(w1b)
+	d.unblock(w1b)
 	require.Zero(t, d.Stats().Waits)
 }
 

@@ -34,7 +34,6 @@ type testWaiter struct {
 	ended  atomic.Bool
 	asked  atomic.Int64 // Blockers and WaitsFor calls
 	failed chan error   // the error Fail delivered (capacity 1)
-	locks  int          // what LocksHeld answers
 	// queued, if set, is whom the waiter was queued behind, and its lock
 	// has not been granted since: edge carries it and Regranted is false.
 	queued []txnlock.TxnID
@@ -44,8 +43,11 @@ type testWaiter struct {
 // blockers when it is queued, so Block asks it (txnlock.Waiter).
 func (w *testWaiter) Regranted() bool { return w.queued == nil }
 
-// LocksHeld answers locks (txnlock.Waiter).
-func (w *testWaiter) LocksHeld() int { return w.locks }
+// heldLocks is a txnlock.LockCounter: how many locks each transaction
+// holds in a test's manager.
+type heldLocks map[txnlock.TxnID]int
+
+func (h heldLocks) LocksHeld(txn txnlock.TxnID) int { return h[txn] }
 
 func newTestWaiter(txn txnlock.TxnID, blockers ...txnlock.TxnID) *testWaiter {
 	return &testWaiter{txn: txn, blockers: blockers, failed: make(chan error, 1)}
@@ -340,10 +342,10 @@ func TestSearchAsksOnlyWhatItVisits(t *testing.T) {
 	w1, w2 := newTestWaiter(1, 2), newTestWaiter(2, 3)
 	w4, w5 := newTestWaiter(4, 3), newTestWaiter(5, 3)
 	for _, w := range []*testWaiter{w4, w5, w2, w1} {
-		d.Block(w.edge())
+		d.block(w.edge())
 		w.asked.Store(0) // its own Block asked it once
 	}
-	require.NoError(t, d.Check(w1))
+	require.NoError(t, d.check(w1, w1.Txn()))
 	require.Equal(t, int64(1), w1.asked.Load())
 	require.Equal(t, int64(1), w2.asked.Load())
 	require.Zero(t, w4.asked.Load()+w5.asked.Load(), "a search asks no wait it does not reach")
@@ -361,11 +363,11 @@ func TestSearchSkipsEndedWaits(t *testing.T) {
 		require.NoError(t, err)
 		defer d.Close()
 		w1, w2 := newTestWaiter(1, 2), newTestWaiter(2, 1)
-		d.Block(w1.edge())
-		require.True(t, d.Block(w2.edge()))
+		d.block(w1.edge())
+		require.True(t, d.block(w2.edge()))
 		w1.end()          // granted: its goroutine's Unblock is on the way
 		w1.asked.Store(0) // its own Block asked it
-		require.NoError(t, d.Check(w2))
+		require.NoError(t, d.check(w2, w2.Txn()))
 		require.Zero(t, w1.asked.Load(), "an ended wait is not asked")
 		st := d.Stats()
 		require.Zero(t, st.Deadlocks)
@@ -382,11 +384,11 @@ func TestSearchSkipsEndedWaits(t *testing.T) {
 		w2a, w2b := newTestWaiter(2, 3), newTestWaiter(2, 1)
 		w3 := newTestWaiter(3, 9)
 		for _, w := range []*testWaiter{w2a, w2b, w3, w1} {
-			d.Block(w.edge())
+			d.block(w.edge())
 			w.asked.Store(0) // its own Block asked it once
 		}
 		w3.onAsk = func() { w2b.end() }
-		require.NoError(t, d.Check(w1))
+		require.NoError(t, d.check(w1, w1.Txn()))
 		require.Equal(t, int64(1), w2b.asked.Load(), "the view read w2b while it was active")
 		st := d.Stats()
 		require.Zero(t, st.Deadlocks)

@@ -296,6 +296,7 @@ func runTruth(cfg truthConfig) (err error) {
 		tabs:  make([]locktable.Table, cfg.cfs),
 		byTxn: map[txnlock.TxnID]*truthSlot{},
 	}
+	det.Attach(s)
 	det.mu.c.testingOnBreak = func(de *txnlock.DeadlockError) {
 		// Under det.mu, on this goroutine, inside Check: keep a copy.
 		c := *de
@@ -483,7 +484,7 @@ func (s *truthSched) request(sl *truthSlot, cf, key int, mode txnlock.Mode) erro
 	w.Ext, w.Src = l, s
 	w.Blocked = s.blockersOf(l, w)
 	w.WatchGrants(l.GrantCount())
-	w.Stamp = s.det.Stamp()
+	w.Stamp = s.det.stamps.Add(1)
 	tw := &truthWait{w: w, l: l, cf: cf, key: key}
 	sl.wait = tw
 	s.tot.waits++
@@ -499,8 +500,8 @@ func (s *truthSched) request(sl *truthSlot, cf, key int, mode txnlock.Mode) erro
 	deadlocks := s.coreStats().Deadlocks
 	edge := txnlock.WaitEdge{Waiter: w, Lock: w.Lock, Since: w.Since, Stamp: w.Stamp, Blockers: w.Blocked}
 	tw.inDet = true
-	if s.det.Block(edge) && s.cfg.mutation != mutNoCheck {
-		if err := s.det.Check(w); err != nil && s.cfg.mutation != mutNoFail {
+	if s.det.block(edge) && s.cfg.mutation != mutNoCheck {
+		if err := s.det.check(w, w.Txn()); err != nil && s.cfg.mutation != mutNoFail {
 			w.Fail(err)
 		}
 	}
@@ -587,8 +588,8 @@ func (s *truthSched) checkReport(de *txnlock.DeadlockError, before map[txnlock.T
 			return fmt.Errorf("t%d waits for %v, the cycle says %v", e.Txn, got, e.Lock)
 		}
 		next := de.Cycle[(i+1)%len(de.Cycle)].Txn
-		if !slices.Contains(e.Holders, next) {
-			return fmt.Errorf("t%d follows t%d in the cycle but is not among its blockers %s", next, e.Txn, txnsString(e.Holders))
+		if !slices.Contains(e.Blockers, next) {
+			return fmt.Errorf("t%d follows t%d in the cycle but is not among its blockers %s", next, e.Txn, txnsString(e.Blockers))
 		}
 		if !reaches(before, e.Txn, next) {
 			return fmt.Errorf("false deadlock: t%d does not truly wait for t%d (truth %v)", e.Txn, next, graphString(before))
@@ -624,7 +625,7 @@ func (s *truthSched) unblock(tw *truthWait) {
 	if s.cfg.mutation == mutNoUnblock {
 		return
 	}
-	s.det.Unblock(tw.w)
+	s.det.unblock(tw.w)
 	tw.inDet = false
 }
 
@@ -672,8 +673,13 @@ func (s *truthSched) Blockers(w *lockwait.Waiter, dst []txnlock.TxnID) ([]txnloc
 	return append(dst, s.blockersOf(w.Ext.(*locktable.Lock), w)...), true
 }
 
-// LocksHeld answers the detector for w (lockwait.Source).
-func (s *truthSched) LocksHeld(w *lockwait.Waiter) int { return s.byTxn[w.Txn()].holds.Len() }
+// LocksHeld answers the detector for the manager (txnlock.LockCounter).
+func (s *truthSched) LocksHeld(txn txnlock.TxnID) int {
+	if ts := s.byTxn[txn]; ts != nil {
+		return ts.holds.Len()
+	}
+	return 0
+}
 
 // WaitsFor answers the detector for w (lockwait.Source).
 func (s *truthSched) WaitsFor(w *lockwait.Waiter, dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
@@ -967,7 +973,7 @@ func cycleString(de *txnlock.DeadlockError) string {
 	var sb strings.Builder
 	for _, e := range de.Cycle {
 		k, _ := e.Lock.Range.PointKey()
-		fmt.Fprintf(&sb, "t%d %s %s (blockers %s) → ", e.Txn, modeName(e.Lock.Mode), k, txnsString(e.Holders))
+		fmt.Fprintf(&sb, "t%d %s %s (blockers %s) → ", e.Txn, modeName(e.Lock.Mode), k, txnsString(e.Blockers))
 	}
 	return sb.String() + "…"
 }

@@ -16,6 +16,15 @@ import (
 // its own goroutine unlinks it, under the latch too.
 var _ lockwait.Source = (*stripe)(nil)
 
+// lockCounter is the manager as its detector sees it: it tells how many
+// locks a transaction holds, for reports and the fewest-locks policy.
+type lockCounter struct{ m *Manager }
+
+var _ txnlock.LockCounter = lockCounter{}
+
+// LocksHeld is how many locks txn holds in the manager.
+func (c lockCounter) LocksHeld(txn txnlock.TxnID) int { return c.m.locksHeld(txn) }
+
 // Blockers appends the holders of w's Lock: every waiter of a key waits
 // for the same transactions, so a search never walks the queue.
 func (st *stripe) Blockers(w *lockwait.Waiter, dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
@@ -26,9 +35,6 @@ func (st *stripe) Blockers(w *lockwait.Waiter, dst []txnlock.TxnID) ([]txnlock.T
 	}
 	return w.Ext.(*locktable.Lock).AppendHolders(dst), true
 }
-
-// LocksHeld is how many locks w's transaction holds in the manager.
-func (st *stripe) LocksHeld(w *lockwait.Waiter) int { return st.m.locksHeld(w.Txn()) }
 
 // WaitsFor appends whom w waits for directly once its Lock has settled
 // (locktable.Lock.SettledWaitsFor): the detector's confirmation of an

@@ -17,7 +17,7 @@ import (
 // and is safe for concurrent use.
 type Manager struct {
 	opts     Options
-	det      txnlock.Detector // nil: no deadlock detection
+	det      txnlock.WaitGraph // attached to Options.Detector; nil: no deadlock detection
 	clock    txnlock.Clock
 	kh       keytable.Hash
 	hashMask uint64 // ^0; tests narrow it to force hash collisions
@@ -77,7 +77,6 @@ func New(opts Options) (*Manager, error) {
 	}
 	m := &Manager{
 		opts:     opts,
-		det:      opts.Detector,
 		clock:    opts.Clock,
 		kh:       keytable.NewHash(),
 		hashMask: math.MaxUint64,
@@ -90,6 +89,9 @@ func New(opts Options) (*Manager, error) {
 		byID:  map[txnlock.ColumnFamily]*lockMap{txnlock.DefaultColumnFamily: def},
 		byIdx: []*lockMap{def},
 	})
+	if opts.Detector != nil {
+		m.det = opts.Detector.Attach(lockCounter{m})
+	}
 	return m, nil
 }
 
@@ -231,6 +233,9 @@ func (m *Manager) Close() error {
 		ts.Mu.Unlock()
 	}
 	m.nlocks.Store(0)
+	if m.det != nil {
+		m.det.Detach()
+	}
 	return nil
 }
 

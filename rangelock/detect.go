@@ -66,10 +66,29 @@ func (d *detectorSource) WaitsFor(lw *lockwait.Waiter, dst []txnlock.TxnID) ([]t
 	return dst, true
 }
 
-// LocksHeld is how many locks lw's transaction held in the family when
-// it queued: a count under the latches it then held, which the waiter
-// keeps.
-func (d *detectorSource) LocksHeld(lw *lockwait.Waiter) int { return waiterOf(lw).held }
+// lockCounter is the manager as its detector sees it: it tells how many
+// locks a transaction holds, for reports and the fewest-locks policy.
+type lockCounter struct{ m *Manager }
+
+var _ txnlock.LockCounter = lockCounter{}
+
+// LocksHeld is how many ranges txn holds in the manager: in each family
+// it touched, its wide locks (every stripe's tree has a copy) and its
+// points, counted under that family's latches.
+func (c lockCounter) LocksHeld(txn txnlock.TxnID) int {
+	n := 0
+	for _, f := range c.m.txns.families(txn) {
+		f.lockStripes()
+		if f.dead == nil {
+			n += f.stripes[0].tree.TxnCount(txn)
+			for _, sp := range c.m.txns.pointsIn(txn, f) {
+				n += sp.list.Len()
+			}
+		}
+		f.unlockStripes()
+	}
+	return n
+}
 
 // lockWaiting takes the lock(s) that guard waiter w's queue and reports
 // whether w still waits there; if not, it releases them again. Under

@@ -17,11 +17,12 @@ import (
 // fake detector records the reported waits, and the tests ask their
 // Waiters, as a search would, with no latch held.
 
-// askDetector is a txnlock.Detector that records each reported wait and
-// never searches (Block returns false). With a gate, Unblock waits until
+// askDetector is a txnlock.Detector, and its own WaitGraph, that records
+// each reported wait and never searches (Block returns false). With a gate, Unblock waits until
 // the gate opens: a test can ask a waiter whose wait ended but is still
 // reported (the moment the Source must answer false).
 type askDetector struct {
+	counter   txnlock.LockCounter // the manager, once attached
 	mu        sync.Mutex
 	edges     []txnlock.WaitEdge // Blockers copied: Block may not keep them
 	unblocked []txnlock.Waiter
@@ -29,6 +30,13 @@ type askDetector struct {
 	gate      chan struct{} // nil: Unblock returns at once
 	openOnce  sync.Once
 }
+
+func (d *askDetector) Attach(c txnlock.LockCounter) txnlock.WaitGraph {
+	d.counter = c
+	return d
+}
+
+func (d *askDetector) Detach() {}
 
 func (d *askDetector) Block(e txnlock.WaitEdge) bool {
 	d.mu.Lock()
@@ -234,7 +242,9 @@ func TestSourceWide(t *testing.T) {
 	b, wf := ask(t, x)
 	require.Equal(t, ids(1, 2), b)
 	require.Equal(t, ids(1, 2), wf)
-	require.Equal(t, 0, h.d.edge(t, 3).Waiter.LocksHeld())
+	require.Equal(t, 0, h.d.counter.LocksHeld(3))
+	require.Equal(t, 2, h.d.counter.LocksHeld(1), "a and q")
+	require.Equal(t, 1, h.d.counter.LocksHeld(2), "[m, p]")
 	b, wf = ask(t, s)
 	require.Equal(t, ids(3), b, "2 holds Shared: only the Exclusive waiter ahead blocks")
 	require.Equal(t, ids(3), wf)
@@ -254,7 +264,7 @@ func TestSourceUpgrade(t *testing.T) {
 	require.Contains(t, b, txnlock.TxnID(2))
 	require.NotContains(t, b, txnlock.TxnID(3))
 	require.Equal(t, ids(2), wf)
-	require.Equal(t, 1, h.d.edge(t, 1).Waiter.LocksHeld())
+	require.Equal(t, 1, h.d.counter.LocksHeld(1))
 	b, wf = ask(t, behind)
 	require.Equal(t, ids(1, 2), b, "the key's holders")
 	require.Equal(t, ids(1), wf, "the upgrade, at the front of the queue")

@@ -104,7 +104,7 @@
 //	the Detector's locks ─▶ stripe latches (its questions: detect.go)
 //
 // The detector may ask with its own locks held; the manager never calls
-// it with a latch held, but for Detector.Stamp, which takes no lock. A
+// it with a latch held, but for WaitGraph.Stamp, which takes no lock. A
 // path that holds one stripe latch and needs them all drops it
 // first (recheckWide). The ordered indexes and the wide waiter list change
 // with every stripe latch held and are read with any one. Latches

@@ -139,9 +139,6 @@ type waiter struct {
 	// ahead) they are its own conflicts, blockersLocked, and the key's
 	// Lock counts it in Det().Own.
 	shared bool
-	// held is how many locks the transaction held in the family when it
-	// queued, with a detector (detectorSource.LocksHeld).
-	held int
 }
 
 func waiterOf(lw *lockwait.Waiter) *waiter { return lw.Ext.(*waiter) }
@@ -366,24 +363,8 @@ func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 		lw := w.lw
 		lw.Src = &f.src
 		lw.Stamp = det.Stamp()
-		w.held = f.locksHeldLocked(q) // Source.LocksHeld answers it
 	}
 	return w
-}
-
-// locksHeldLocked returns how many locks q.txn holds in f, for the
-// detector's victim policy: its points in q's stripe and its wide locks
-// for a point request, every point and wide lock for a wide one. q's
-// lock(s) are held.
-func (f *family) locksHeldLocked(q *request) int {
-	if q.point() {
-		return q.tp.Len() + f.stripes[q.stripe].tree.TxnCount(q.txn)
-	}
-	held := f.stripes[0].tree.TxnCount(q.txn)
-	for _, sp := range f.m.txns.pointsIn(q.txn, f) {
-		held += sp.list.Len()
-	}
-	return held
 }
 
 // waitsForLocked appends to dst whom q, at queue position seq, waits for,

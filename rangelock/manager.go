@@ -14,7 +14,7 @@ import (
 // concurrent use.
 type Manager struct {
 	opts  Options
-	det   txnlock.Detector // nil: no deadlock detection
+	det   txnlock.WaitGraph // attached to Options.Detector; nil: no deadlock detection
 	clock txnlock.Clock
 	kh    keytable.Hash // hashes point keys (see hashKey)
 	seed  uint64        // hashes point keys to stripes with Options.fixedHash (see stripeOf)
@@ -53,7 +53,6 @@ func New(opts Options) (*Manager, error) {
 	}
 	m := &Manager{
 		opts:  opts,
-		det:   opts.Detector,
 		clock: opts.Clock,
 		seed:  rand.Uint64(),
 		kh:    keytable.NewHash(),
@@ -67,6 +66,9 @@ func New(opts Options) (*Manager, error) {
 	m.def = newFamily(m, txnlock.DefaultColumnFamily)
 	fams := map[txnlock.ColumnFamily]*family{txnlock.DefaultColumnFamily: m.def}
 	m.fams.Store(&fams)
+	if opts.Detector != nil {
+		m.det = opts.Detector.Attach(lockCounter{m})
+	}
 	return m, nil
 }
 
@@ -136,5 +138,8 @@ func (m *Manager) Close() error {
 		f.close()
 	}
 	m.txns.clear()
+	if m.det != nil {
+		m.det.Detach()
+	}
 	return nil
 }

@@ -197,6 +197,18 @@ func (tt *txnTable) pointsIn(txn txnlock.TxnID, f *family) []*stripePoints {
 	return nil
 }
 
+// families returns the families txn touched.
+func (tt *txnTable) families(txn txnlock.TxnID) []*family {
+	st := tt.t.Stripe(txn)
+	st.Mu.Lock()
+	defer st.Mu.Unlock()
+	var fs []*family
+	if rec := st.GetLocked(txn); rec != nil {
+		rec.touches(func(t *famTouch) { fs = append(fs, t.f) })
+	}
+	return fs
+}
+
 // hasWide reports whether txn may hold wide locks in f.
 func (tt *txnTable) hasWide(txn txnlock.TxnID, f *family) bool {
 	st := tt.t.Stripe(txn)

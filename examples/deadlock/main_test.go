@@ -16,4 +16,8 @@ func TestRun(t *testing.T) {
 	require.Contains(t, s, "LATEST DETECTED DEADLOCK")
 	require.Contains(t, s, "cf 1 [k/150] mode X")
 	require.Contains(t, s, "cf 0 [orders/17] mode X")
+	// Each holds one lock, in the manager it does not wait in: the
+	// report counts both managers.
+	require.Contains(t, s, "TRANSACTION 1, holding 1 lock(s)")
+	require.Contains(t, s, "TRANSACTION 2, holding 1 lock(s)")
 }

@@ -59,16 +59,21 @@ func newManagerBackend(cfg Config, newManager func(Config) (txnlock.Manager, err
 	mcfg := cfg
 	mcfg.Clock = announcingClock{Clock: cfg.Clock, armed: b.armed}
 	mcfg.Queued = func(txn txnlock.TxnID) { b.queued <- txn }
+	var rd *reportingDetector
 	if cfg.Detector != nil {
-		if d := cfg.Detector.DetectDelay(); d > 0 {
-			return nil, fmt.Errorf("a detector with a DetectDelay (%v) reports waits on a timer: not supported", d)
-		}
 		b.det = true
-		mcfg.Detector = reportingDetector{Detector: cfg.Detector, reported: b.reported}
+		rd = &reportingDetector{det: cfg.Detector, reported: b.reported}
+		mcfg.Detector = rd
 	}
 	m, err := newManager(mcfg)
 	if err != nil {
 		return nil, err
+	}
+	if rd != nil && rd.g != nil {
+		if d := rd.g.DetectDelay(); d > 0 {
+			m.Close()
+			return nil, fmt.Errorf("a detector with a DetectDelay (%v) reports waits on a timer: not supported", d)
+		}
 	}
 	b.m = m
 	return b, nil
@@ -203,25 +208,38 @@ func (c announcingClock) NewTimer(d time.Duration) txnlock.Timer {
 	return t
 }
 
-// reportingDetector passes every call through to the detector, and sends
-// on reported the transaction of each wait whose report is over: Block
-// said no Check is needed, or the Check returned and failed whom it
-// failed, the waiter it checked included.
+// reportingDetector attaches the manager to the detector through a
+// reportingGraph.
 type reportingDetector struct {
-	txnlock.Detector
+	det      txnlock.Detector
+	reported chan<- txnlock.TxnID
+	g        txnlock.WaitGraph // the detector's, once the manager attached
+}
+
+func (d *reportingDetector) Attach(c txnlock.LockCounter) txnlock.WaitGraph {
+	d.g = d.det.Attach(c)
+	return reportingGraph{WaitGraph: d.g, reported: d.reported}
+}
+
+// reportingGraph passes every call through to the detector, and sends on
+// reported the transaction of each wait whose report is over: Block said
+// no Check is needed, or the Check returned and failed whom it failed,
+// the waiter it checked included.
+type reportingGraph struct {
+	txnlock.WaitGraph
 	reported chan<- txnlock.TxnID
 }
 
-func (d reportingDetector) Block(e txnlock.WaitEdge) bool {
-	needsCheck := d.Detector.Block(e)
-	if !needsCheck || d.Detector.DetectDelay() < 0 {
+func (d reportingGraph) Block(e txnlock.WaitEdge) bool {
+	needsCheck := d.WaitGraph.Block(e)
+	if !needsCheck || d.WaitGraph.DetectDelay() < 0 {
 		d.reported <- e.Waiter.Txn()
 	}
 	return needsCheck
 }
 
-func (d reportingDetector) Check(w txnlock.Waiter) error {
-	err := d.Detector.Check(w)
+func (d reportingGraph) Check(w txnlock.Waiter) error {
+	err := d.WaitGraph.Check(w)
 	if err != nil {
 		// The waiter fails itself once Check returns; fail it now, so
 		// that Status no longer shows it when the backend looks.

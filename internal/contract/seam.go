@@ -10,15 +10,17 @@ import (
 	"github.com/txnlock/txnlock"
 )
 
-// SeamDetector is a txnlock.Detector that tests the seam rather than finds
-// deadlocks in earnest. It logs each reported wait with the blockers the
+// SeamDetector is a txnlock.Detector, for one manager, that tests the
+// seam rather than finds deadlocks in earnest; it is its own WaitGraph. It logs each reported wait with the blockers the
 // manager queued it behind, and at each Check what the manager answers
 // when asked (Waiter.Blockers and Waiter.WaitsFor); it checks that the
 // calls are consistent (no wait reported twice) and fails a waiter that
 // closes a cycle of two transactions (enough for two holders that both
 // upgrade). It is safe for concurrent use.
 type SeamDetector struct {
-	mu struct {
+	// counter is the manager attached; set by Attach, before any wait.
+	counter txnlock.LockCounter
+	mu      struct {
 		sync.Mutex
 		edges map[txnlock.Waiter]txnlock.WaitEdge
 		log   []string
@@ -30,7 +32,10 @@ type SeamDetector struct {
 	}
 }
 
-var _ txnlock.Detector = (*SeamDetector)(nil)
+var (
+	_ txnlock.Detector  = (*SeamDetector)(nil)
+	_ txnlock.WaitGraph = (*SeamDetector)(nil)
+)
 
 // NewSeamDetector returns an empty SeamDetector.
 func NewSeamDetector() *SeamDetector {
@@ -42,6 +47,15 @@ func NewSeamDetector() *SeamDetector {
 func (d *SeamDetector) logfLocked(format string, args ...any) {
 	d.mu.log = append(d.mu.log, fmt.Sprintf(format, args...))
 }
+
+// Attach notes the manager and returns d.
+func (d *SeamDetector) Attach(c txnlock.LockCounter) txnlock.WaitGraph {
+	d.counter = c
+	return d
+}
+
+// Detach does nothing.
+func (d *SeamDetector) Detach() {}
 
 // Block records e unless its wait is over already (granted before its
 // goroutine came to Block), and always asks for a Check, so that the log
@@ -58,7 +72,7 @@ func (d *SeamDetector) Block(e txnlock.WaitEdge) bool {
 	}
 	d.mu.edges[e.Waiter] = e
 	behind, _ := e.Waiter.Blockers(nil)
-	d.logfLocked("block %d (%v, holds %d) behind %v", uint64(e.Waiter.Txn()), e.Lock, e.Waiter.LocksHeld(), sortedIDs(behind))
+	d.logfLocked("block %d (%v, holds %d) behind %v", uint64(e.Waiter.Txn()), e.Lock, d.counter.LocksHeld(e.Waiter.Txn()), sortedIDs(behind))
 	return true
 }
 

@@ -21,8 +21,8 @@
 //     behind it exactly as a release does.
 //
 // The detector hears of a wait from the waiting goroutine alone: Wait
-// reports it (Detector.Block, after the detector's DetectDelay), checks it
-// if Block asks, and removes it (Detector.Unblock) before it returns, with
+// reports it (WaitGraph.Block, after the detector's DetectDelay), checks it
+// if Block asks, and removes it (WaitGraph.Unblock) before it returns, with
 // no manager lock held. The manager tells the detector nothing: it gives
 // the waiter a Source, through which the detector asks, whenever a search
 // needs it, whom the wait waits for, and the Source answers under the

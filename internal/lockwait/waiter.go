@@ -40,7 +40,7 @@ type Waiter struct {
 	// and its value when the waiter was queued (WatchGrants).
 	grants   *atomic.Uint32
 	grantsAt uint32
-	// Stamp is the detector's stamp of the wait (txnlock.Detector.Stamp),
+	// Stamp is the detector's stamp of the wait (txnlock.WaitGraph.Stamp),
 	// taken where the waiter was queued.
 	Stamp uint64
 	// Ext is for the owning manager's own bookkeeping.
@@ -103,7 +103,6 @@ func (w *Waiter) Txn() txnlock.TxnID { return w.txn }
 type Source interface {
 	Blockers(w *Waiter, dst []txnlock.TxnID) ([]txnlock.TxnID, bool)
 	WaitsFor(w *Waiter, dst []txnlock.TxnID) ([]txnlock.TxnID, bool)
-	LocksHeld(w *Waiter) int
 }
 
 // Blockers asks the owning manager whom w's lock is blocked by
@@ -127,10 +126,6 @@ func (w *Waiter) WatchGrants(c *atomic.Uint32) { w.grants, w.grantsAt = c, c.Loa
 // since w was queued, so that Blocked may be stale (txnlock.Waiter): true
 // unless the manager watches its grants (WatchGrants) and none came.
 func (w *Waiter) Regranted() bool { return w.grants == nil || w.grants.Load() != w.grantsAt }
-
-// LocksHeld asks the owning manager how many locks w's transaction holds
-// in it (txnlock.Waiter).
-func (w *Waiter) LocksHeld() int { return w.Src.LocksHeld(w) }
 
 // Claim takes the waiter for a grant unless its wait already ended, and
 // reports whether it did. The manager calls it under its lock and, if it
@@ -189,7 +184,7 @@ func (w *Waiter) Err() error {
 //
 // On a non-nil return the waiter is still linked in its queue: the caller
 // must unlink it and re-check the queue behind it.
-func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.Clock, det txnlock.Detector) error {
+func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.Clock, det txnlock.WaitGraph) error {
 	var graceC <-chan time.Time
 	reported := false
 	if det != nil {
@@ -233,7 +228,7 @@ func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.
 
 // report tells det about the wait and, if check and Block asks for it,
 // runs the detector's Check, failing the wait if it must give up.
-func (w *Waiter) report(det txnlock.Detector, check bool) {
+func (w *Waiter) report(det txnlock.WaitGraph, check bool) {
 	edge := txnlock.WaitEdge{Waiter: w, Lock: w.Lock, Since: w.Since, Stamp: w.Stamp, Blockers: w.Blocked}
 	if det.Block(edge) && check {
 		if err := det.Check(w); err != nil {

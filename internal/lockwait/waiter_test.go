@@ -61,11 +61,11 @@ func TestContextCancel(t *testing.T) {
 // fakeDet fails every waiter it checks, as a detector that picked the
 // requester as the victim would. Block asks for a Check unless noCheck.
 type fakeDet struct {
-	txnlock.Detector
-	delay            time.Duration
-	noCheck          bool
-	blocks, unblocks int
-	checks           int
+	txnlock.WaitGraph // Stamp and Detach: not called
+	delay             time.Duration
+	noCheck           bool
+	blocks, unblocks  int
+	checks            int
 }
 
 func (d *fakeDet) Block(e txnlock.WaitEdge) bool {
