@@ -36,9 +36,11 @@ type LockStatus struct {
 //     request the request directly ahead if it is Exclusive, or the whole
 //     run of Shared requests directly ahead; for a Shared request the
 //     nearest Exclusive request ahead;
-//   - for a range, which can overlap several holders and queues, also the
-//     conflicting holders that none of the listed requests itself waits
-//     for;
+//   - for a range, which can overlap several holders and queues: the
+//     nearest conflicting requests on each part of it (a request ahead is
+//     left out only if a listed request waits for it, directly or through
+//     others), and also the conflicting holders that none of the listed
+//     requests itself waits for;
 //   - for an upgrade (Upgrade), the other holders only: an upgrade is
 //     queued ahead of every other request.
 //

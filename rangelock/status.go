@@ -94,11 +94,12 @@ func (s *familySnap) copyLocked(f *family) {
 // waits builds the Status rows of the copied waiters. A point waiter's
 // queue is its key's point waiters, upgrades first as the key's Lock
 // queues them, and the wide waiters over the key, in seq order, scanned
-// once (waitsfor.Scanner); a wide waiter looks at every overlapping waiter
-// ahead of it. Where a wide request is on a waiter's
-// list, or the waiter is wide, the list also names the conflicting holders
-// that no listed request waits for itself: a range can overlap holders
-// that the requests ahead of it do not.
+// once (waitsfor.Scanner). A wide waiter looks at every overlapping waiter
+// ahead of it; those lie on keys apart and are not one queue, so it lists
+// the nearest on each part of its range (waitsfor.Spread). Where a wide
+// request is on a waiter's list, or the waiter is wide, the list also
+// names the conflicting holders that no listed request waits for itself:
+// a range can overlap holders that the requests ahead of it do not.
 func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 	out := make([]txnlock.WaitStatus, len(s.waiters))
 	var wide []int
@@ -162,7 +163,6 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 	}
 	for _, i := range wide {
 		w := s.waiters[i]
-		ahead = ahead[:0]
 		var overlapping []int
 		var queued []waitsfor.Queued
 		for j, o := range s.waiters[:i] {
@@ -173,18 +173,11 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 		}
 		// The requests w skips are not ahead of it (waitsfor.Skipped).
 		skip := waitsfor.Skipped(queued)
-		lastX := -1
-		kept := overlapping[:0]
+		kept, keptQ := overlapping[:0], queued[:0]
 		for k, j := range overlapping {
-			if skip[k] {
-				continue
+			if !skip[k] {
+				kept, keptQ = append(kept, j), append(keptQ, queued[k])
 			}
-			o := s.waiters[j]
-			if o.req.Mode == txnlock.Exclusive {
-				lastX = len(ahead)
-			}
-			ahead = append(ahead, o.req)
-			kept = append(kept, j)
 		}
 		overlapping = kept
 		var held []holding
@@ -193,7 +186,14 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 				held = append(held, h)
 			}
 		}
-		b := waitsfor.Of(nil, holdersOf(held), ahead, lastX, w.req.Txn, w.req.Mode, w.req.Upgrade)
+		// The requests ahead lie on keys apart: waitsfor.Spread.
+		var b []txnlock.TxnID
+		if !w.req.Upgrade {
+			b = waitsfor.Spread(nil, keptQ, w.req.Txn, w.req.Mode)
+		}
+		if len(b) == 0 {
+			b = waitsfor.Holders(nil, holdersOf(held), w.req.Txn, w.req.Mode)
+		}
 		out[i] = s.row(cf, w, s.unreachedHolders(b, w, held, overlapping))
 	}
 	return out

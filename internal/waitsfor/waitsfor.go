@@ -125,6 +125,53 @@ func Of(dst []txnlock.TxnID, holders []Holder, ahead []Request, lastX int, txn t
 	return Holders(dst, holders, txn, mode)
 }
 
+// Spread appends to dst, sorted and once each, whom a request of txn in
+// mode waits for among ahead, the requests queued ahead of it that overlap
+// it, in queue order, when they are not one queue: a range overlaps
+// requests on keys far apart, which do not wait for each other. Walking
+// back from the nearest, it lists each conflicting request unless a
+// conflicting request behind it, listed or reached through one listed,
+// waits for it (overlaps it in an incompatible mode): everyone the request
+// waits for is reachable, and a run on one key is listed as Ahead lists
+// it. It returns dst unchanged if no conflicting request of another
+// transaction is ahead. WaitsForT is not read.
+//
+// It costs O(len(ahead)) plus, for each conflicting request, the reached
+// requests it is compared with.
+func Spread(dst []txnlock.TxnID, ahead []Queued, txn txnlock.TxnID, mode txnlock.Mode) []txnlock.TxnID {
+	base := len(dst)
+	var reachedS, reachedX []int // the conflicting requests reached so far, by mode
+	for i := len(ahead) - 1; i >= 0; i-- {
+		o := &ahead[i]
+		if o.Txn == txn || o.Mode.Compatible(mode) {
+			continue
+		}
+		waited := anyWaitsFor(ahead, reachedX, o) ||
+			(o.Mode == txnlock.Exclusive && anyWaitsFor(ahead, reachedS, o))
+		if !waited {
+			dst = append(dst, o.Txn)
+		}
+		if o.Mode == txnlock.Exclusive {
+			reachedX = append(reachedX, i)
+		} else {
+			reachedS = append(reachedS, i)
+		}
+	}
+	return sortUnique(dst, base)
+}
+
+// anyWaitsFor reports whether one of the requests ahead[by] waits for o:
+// the caller passes those whose mode conflicts with o's, all queued
+// behind o.
+func anyWaitsFor(ahead []Queued, by []int, o *Queued) bool {
+	for _, j := range by {
+		if p := &ahead[j]; p.Txn != o.Txn && p.Range.Overlaps(o.Range) {
+			return true
+		}
+	}
+	return false
+}
+
 // Scanner walks a queue of one lock front to back and tells each request
 // whom it waits for, in O(1) per request plus what it reports.
 type Scanner struct {

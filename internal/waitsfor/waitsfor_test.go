@@ -254,3 +254,38 @@ func TestSkippedModel(t *testing.T) {
 		}
 	}
 }
+
+// TestSpread: on one key Spread lists what the nearest-requests rule
+// lists; over keys apart, the nearest conflicting request on each key.
+func TestSpread(t *testing.T) {
+	seed := rand.Uint64()
+	rng := rand.New(rand.NewPCG(seed, 5))
+	k := txnlock.Point([]byte("k"))
+	for round := range 500 {
+		_, queue := randomQueue(rng)
+		var queued []Queued
+		for i, r := range queue {
+			if !r.Upgrade {
+				want := Nearest(nil, slices.Backward(queue[:i]), r.Txn, r.Mode)
+				got := Spread(nil, queued, r.Txn, r.Mode)
+				require.Equal(t, want, got, "seed %d round %d request %d", seed, round, i)
+			}
+			queued = append(queued, Queued{Txn: r.Txn, Mode: r.Mode, Range: k})
+		}
+	}
+	a, c := txnlock.Point([]byte("a")), txnlock.Point([]byte("c"))
+	ac, err := txnlock.Inclusive([]byte("a"), []byte("c"))
+	require.NoError(t, err)
+	ahead := []Queued{
+		{Txn: 1, Mode: X, Range: a},
+		{Txn: 2, Mode: S, Range: c},
+		{Txn: 3, Mode: X, Range: c},
+		{Txn: 4, Mode: S, Range: a}, // waits for 1
+	}
+	require.Equal(t, []txnlock.TxnID{3, 4}, Spread(nil, ahead, 9, X),
+		"3 on c (it waits for 2), 4 on a (it waits for 1)")
+	require.Equal(t, []txnlock.TxnID{1, 3}, Spread(nil, ahead, 9, S),
+		"a Shared request waits for the Exclusive ones")
+	require.Equal(t, []txnlock.TxnID{2, 5}, Spread(nil, append(ahead[:2:2], Queued{Txn: 5, Mode: S, Range: ac}), 9, X),
+		"5 waits for 1 but not for 2, Shared as it is")
+}
