@@ -8,10 +8,10 @@ import "time"
 // waits-for graph, so a cycle that crosses column families or runs through
 // a point lock and a range lock is found.
 //
-// Everything else in this file is the seam between a manager and its
-// detector, which only managers call. A manager attaches when it is
-// created, reports each of its waits to the WaitGraph it gets back, and
-// detaches when it closes.
+// Attach and the types it leads to (LockCounter, WaitGraph, Waiter,
+// WaitEdge) are the seam between a manager and its detector: a user calls
+// none of them. A manager attaches when it is created, reports each of its
+// waits to the WaitGraph it gets back, and detaches when it closes.
 type Detector interface {
 	// Attach connects a manager to the detector. c answers how many locks
 	// a transaction holds in the manager: a deadlock report and the
@@ -56,8 +56,7 @@ type WaitGraph interface {
 	// waiter says the lock may have been granted since it was queued
 	// (Waiter.Regranted), and else asks (Waiter.Blockers). False means
 	// none of them waits (or the wait is over), so no cycle runs through
-	// the wait now: a cycle
-	// that forms later needs a later event — another wait, or a
+	// the wait now: a cycle that forms later needs a later event — another wait, or a
 	// transaction with a second wait in flight that is granted this
 	// one — and the search that event starts finds it. So a queue behind
 	// running holders, the common wait, costs one Block and one Unblock
