@@ -21,7 +21,7 @@ func openOn(t *testing.T, fs vfs.FS, sync bool) (*DB, error) {
 func put(t *testing.T, db *DB, key, value string) {
 	t.Helper()
 	txn := begin(t, db)
-	require.NoError(t, txn.Put(bg, nil, []byte(key), []byte(value)))
+	require.NoError(t, txn.Put(bg, txnlock.DefaultColumnFamily, []byte(key), []byte(value)))
 	require.NoError(t, txn.Commit())
 }
 

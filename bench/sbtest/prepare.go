@@ -68,7 +68,7 @@ func (db *DB) Prepare(ctx context.Context) error {
 			if err := wb.Put(t.pk, pkKey(t.pkPrefix, id), encodeRow(r)); err != nil {
 				return err
 			}
-			if t.sk != nil {
+			if t.hasSK {
 				if err := wb.Put(t.sk, skKey(t.skPrefix, r.K, id), nil); err != nil {
 					return err
 				}
@@ -143,7 +143,7 @@ func (db *DB) Verify() (VerifyReport, error) {
 				problem("sbtest%d: %v", t.n, err)
 				return true
 			}
-			if t.sk != nil {
+			if t.hasSK {
 				want[string(skKey(t.skPrefix, r.K, id))] = struct{}{}
 			}
 			return true
@@ -151,7 +151,7 @@ func (db *DB) Verify() (VerifyReport, error) {
 		if err != nil {
 			return rep, err
 		}
-		if t.sk == nil {
+		if !t.hasSK {
 			continue
 		}
 		err = snap.Scan(t.sk, txnlock.Prefix(t.skPrefix), func(k, v []byte) bool {
