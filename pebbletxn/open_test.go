@@ -68,6 +68,7 @@ func TestOpenRefusesMissingMarker(t *testing.T) {
 	_, err = openOn(t, fs, true)
 	require.ErrorIs(t, err, ErrDamagedStore)
 	require.ErrorContains(t, err, "no manifest marker")
+	require.True(t, strings.HasPrefix(err.Error(), `pebbletxn: open "db": damaged store: no manifest marker`), "operation first, one prefix: %v", err)
 
 	// What the guard prevents: Pebble opens a fresh store over the files,
 	// without an error, and the flushed rows are gone.

@@ -278,6 +278,14 @@ func TestBadInput(t *testing.T) {
 	require.ErrorIs(t, txn.LockRange(bg, txnlock.DefaultColumnFamily, txnlock.Range{}, txnlock.Exclusive), txnlock.ErrInvalidRange)
 	require.ErrorIs(t, txn.Unlock(txnlock.DefaultColumnFamily, []byte("never")), txnlock.ErrNotHeld)
 	require.Zero(t, txn.LockRequests())
+	snap, err := e.db.NewSnapshot()
+	require.NoError(t, err)
+	err = snap.Scan(txnlock.DefaultColumnFamily, txnlock.Range{}, nil)
+	require.ErrorIs(t, err, txnlock.ErrInvalidRange)
+	require.EqualError(t, err, "pebbletxn: snapshot scan: invalid range", "operation first")
+	_, _, _, err = snap.Last(txnlock.DefaultColumnFamily, txnlock.Range{})
+	require.EqualError(t, err, "pebbletxn: snapshot last: invalid range", "operation first")
+	require.NoError(t, snap.Close())
 	require.NoError(t, txn.Commit())
 
 	ops := map[string]func(*Txn) error{
