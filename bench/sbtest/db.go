@@ -150,7 +150,7 @@ func (db *DB) openTable(n int) (*table, error) {
 // table returns table n or ErrUnknownTable.
 func (db *DB) table(n int) (*table, error) {
 	if n < 1 || n >= len(db.tables) {
-		return nil, fmt.Errorf("%w: sbtest%d (tables are 1..%d)", ErrUnknownTable, n, len(db.tables)-1)
+		return nil, &opError{op: fmt.Sprintf("table sbtest%d", n), err: fmt.Errorf("%w (tables are 1..%d)", ErrUnknownTable, len(db.tables)-1)}
 	}
 	return db.tables[n], nil
 }

@@ -214,7 +214,7 @@ func (tx *Tx) UpdateNonIndex(ctx context.Context, table int, id int64, c string)
 		return 0, tx.err
 	}
 	if len(c) > MaxC {
-		return 0, fmt.Errorf("%w: c has %d bytes (max %d)", ErrValueTooLong, len(c), MaxC)
+		return 0, &opError{op: fmt.Sprintf("update sbtest%d id %d", table, id), err: fmt.Errorf("%w: c has %d bytes (max %d)", ErrValueTooLong, len(c), MaxC)}
 	}
 	t, pk, r, found, err := tx.lockForWrite(ctx, table, id)
 	if err != nil || !found {
@@ -258,7 +258,7 @@ func (tx *Tx) Insert(ctx context.Context, table int, r Row) error {
 	if tx.err != nil {
 		return tx.err
 	}
-	if err := checkLengths(r); err != nil {
+	if err := checkLengths(fmt.Sprintf("insert sbtest%d id %d", table, r.ID), r); err != nil {
 		return err
 	}
 	t, pk, _, found, err := tx.lockForWrite(ctx, table, r.ID)
@@ -266,7 +266,7 @@ func (tx *Tx) Insert(ctx context.Context, table int, r Row) error {
 		return err
 	}
 	if found {
-		return fmt.Errorf("%w: sbtest%d id %d", ErrDuplicateKey, table, r.ID)
+		return &opError{op: fmt.Sprintf("insert sbtest%d id %d", table, r.ID), err: ErrDuplicateKey}
 	}
 	return tx.insertLocked(ctx, t, pk, r)
 }
@@ -290,12 +290,13 @@ func (tx *Tx) insertLocked(ctx context.Context, t *table, pk []byte, r Row) erro
 	return nil
 }
 
-func checkLengths(r Row) error {
+// checkLengths fails op with ErrValueTooLong if r's c or pad is too long.
+func checkLengths(op string, r Row) error {
 	if len(r.C) > MaxC {
-		return fmt.Errorf("%w: c has %d bytes (max %d)", ErrValueTooLong, len(r.C), MaxC)
+		return &opError{op: op, err: fmt.Errorf("%w: c has %d bytes (max %d)", ErrValueTooLong, len(r.C), MaxC)}
 	}
 	if len(r.Pad) > MaxPad {
-		return fmt.Errorf("%w: pad has %d bytes (max %d)", ErrValueTooLong, len(r.Pad), MaxPad)
+		return &opError{op: op, err: fmt.Errorf("%w: pad has %d bytes (max %d)", ErrValueTooLong, len(r.Pad), MaxPad)}
 	}
 	return nil
 }
@@ -312,7 +313,7 @@ func (tx *Tx) InsertAuto(ctx context.Context, table int, k int64, c, pad string)
 		return 0, err
 	}
 	r := Row{K: k, C: c, Pad: pad}
-	if err := checkLengths(r); err != nil {
+	if err := checkLengths(fmt.Sprintf("insert sbtest%d", table), r); err != nil {
 		return 0, err
 	}
 	switch {
