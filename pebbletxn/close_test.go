@@ -1,6 +1,7 @@
 package pebbletxn
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -152,5 +153,25 @@ func TestClosePebbleFirst(t *testing.T) {
 			require.NoError(t, e.db.Close())
 			require.NoError(t, e.mgr.Close())
 		})
+	}
+}
+
+// TestClosedErrorText: a call on a closed DB reads operation first, with
+// one prefix, and still matches both ErrClosed and txnlock.ErrClosed.
+func TestClosedErrorText(t *testing.T) {
+	e := openMem(t, kindPoint)
+	txn := begin(t, e.db)
+	require.NoError(t, e.db.Close())
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{e.db.Close(), "pebbletxn: close: closed"},
+		{txn.Put(bg, txnlock.DefaultColumnFamily, []byte("k"), nil), fmt.Sprintf("pebbletxn: lock %v: closed", txn.ID())},
+		{func() error { _, err := e.db.Begin(nil); return err }(), "pebbletxn: begin: closed"},
+	} {
+		require.ErrorIs(t, tc.err, ErrClosed)
+		require.ErrorIs(t, tc.err, txnlock.ErrClosed)
+		require.EqualError(t, tc.err, tc.want)
 	}
 }

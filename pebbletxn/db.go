@@ -219,7 +219,7 @@ func (db *DB) Close() (err error) {
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
-		return ErrClosed
+		return &txnError{op: "close", err: ErrClosed}
 	}
 	db.closed = true
 	db.closedFlag.Store(true)
@@ -253,7 +253,7 @@ func (db *DB) checkOpenLocked(op string, txn txnlock.TxnID) error {
 	case db.closed && txn.Valid():
 		return &txnError{op: op, txn: txn, err: ErrClosed}
 	case db.closed:
-		return ErrClosed
+		return &txnError{op: op, err: ErrClosed}
 	}
 	return db.fatal.failed(op, txn)
 }
