@@ -83,8 +83,12 @@ func (e *LockError) Error() string {
 	if e.Txn.Valid() || errors.Is(e.Err, ErrInvalidTxn) {
 		fmt.Fprintf(&sb, " %s", e.Txn)
 	}
-	fmt.Fprintf(&sb, " %s", e.CF)
-	if e.Range.Valid() || errors.Is(e.Err, ErrInvalidRange) {
+	showRange := e.Range.Valid() || errors.Is(e.Err, ErrInvalidRange)
+	if showRange || e.CF != DefaultColumnFamily || errors.Is(e.Err, ErrUnknownColumnFamily) ||
+		errors.Is(e.Err, ErrColumnFamilyExists) || errors.Is(e.Err, ErrColumnFamilyInUse) {
+		fmt.Fprintf(&sb, " %s", e.CF)
+	}
+	if showRange {
 		fmt.Fprintf(&sb, " %v", e.Range)
 	}
 	if e.Mode.Valid() {

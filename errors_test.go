@@ -25,6 +25,11 @@ func TestLockErrorUnwraps(t *testing.T) {
 	badRange := &LockError{Op: "lock", Txn: 1, Mode: Shared, Err: ErrInvalidRange}
 	require.Equal(t, "txnlock: lock txn 1 cf 0 <invalid range> S: invalid range", badRange.Error())
 
+	closeErr := &LockError{Op: "close", Err: ErrClosed}
+	require.Equal(t, "txnlock: close: closed", closeErr.Error(), "no column family that the call did not have")
+	unlockAll := &LockError{Op: "unlock all", Txn: 1, Err: ErrClosed}
+	require.Equal(t, "txnlock: unlock all txn 1: closed", unlockAll.Error())
+
 	ctxErr := &LockError{Op: "lock", Txn: 1, Range: Point(nil), Err: context.Canceled}
 	require.ErrorIs(t, ctxErr, context.Canceled)
 }

@@ -290,7 +290,7 @@ func TestTxnSavepointRealManagers(t *testing.T) {
 
 	err := h.RollbackTo(sp)
 	require.ErrorIs(t, err, txnlock.ErrInvalidSavepoint)
-	require.Equal(t, "txnlock: rollback to savepoint txn 1 cf 0: invalid savepoint", err.Error())
+	require.Equal(t, "txnlock: rollback to savepoint txn 1: invalid savepoint", err.Error())
 
 	// A savepoint, then a lock still waiting when Release comes.
 	other := txnlock.NewTxn(2)
@@ -348,7 +348,7 @@ func TestTxnErrors(t *testing.T) {
 	err = h.Unlock(p, 0, pt("k"))
 	require.Equal(t, "txnlock: unlock txn 7 cf 0 [k]: transaction released", err.Error())
 	err = h.RollbackTo(sp)
-	require.Equal(t, "txnlock: rollback to savepoint txn 7 cf 0: transaction released", err.Error())
+	require.Equal(t, "txnlock: rollback to savepoint txn 7: transaction released", err.Error())
 	require.False(t, h.Holds(p, 0, pt("k"), txnlock.Shared))
 	require.True(t, errors.Is(h.Release(), nil), "a second Release returns nil")
 }

@@ -4,6 +4,12 @@
 // read: sysbench's per-run report, the point-vs-range comparison table
 // with each ratio's interval, CSV and JSON.
 //
+//	opts := bench.Options{Threads: []int{1, 8, 64}, Time: 5 * time.Second, Pairs: 2} // zero fields: the defaults
+//	res, err := bench.RunPlan(ctx, bench.OpenSBTest, opts, nil, nil)
+//	if err != nil { ... }
+//	res.WriteComparison(os.Stdout) // QPS per thread count, range/point with its interval
+//	res.WriteCSV(f)                // or WriteJSON: every cell, every run
+//
 // # The life of a run
 //
 //	RunPlan(opts)                      for each thread count:

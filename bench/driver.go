@@ -111,11 +111,6 @@ type threadState struct {
 	err          error // an error that is neither a deadlock nor a timeout
 }
 
-// ErrUnexpected wraps a statement error that is neither a deadlock nor a
-// lock-wait timeout; it stops the run, as sysbench stops on an error it
-// was not told to ignore.
-var ErrUnexpected = errors.New("bench: unexpected statement error")
-
 // Run opens a fresh table, runs spec on it, verifies it and closes it.
 func Run(ctx context.Context, open Opener, spec RunSpec) (*RunResult, error) {
 	if spec.Threads < 1 {
@@ -126,11 +121,11 @@ func Run(ctx context.Context, open Opener, spec RunSpec) (*RunResult, error) {
 	}
 	db, err := open(ctx, spec.Table)
 	if err != nil {
-		return nil, fmt.Errorf("bench: open table: %w", err)
+		return nil, &opError{op: "open table", err: err}
 	}
 	res, err := runOn(ctx, db, spec)
 	if cerr := db.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("bench: close table: %w", cerr)
+		err = &opError{op: "close table", err: cerr}
 	}
 	return res, err
 }
@@ -193,7 +188,7 @@ func runOn(ctx context.Context, db DB, spec RunSpec) (*RunResult, error) {
 	res.Detector = db.DeadlockStats().Sub(det0)
 	v, err := db.Verify()
 	if err != nil {
-		return nil, fmt.Errorf("bench: verify: %w", err)
+		return nil, &opError{op: "verify", err: err}
 	}
 	res.Verify = v
 	return res, ctx.Err()
@@ -227,7 +222,7 @@ func (th *threadState) loop(spec RunSpec, stop *atomic.Bool, claimed *atomic.Int
 		case s.ctx.Err() != nil:
 			return
 		default:
-			th.err = fmt.Errorf("%w: %s: %w", ErrUnexpected, spec.Workload, err)
+			th.err = &opError{op: string(spec.Workload), unexpected: true, err: err}
 			stop.Store(true)
 			return
 		}

@@ -117,6 +117,17 @@ func TestRunUnexpectedError(t *testing.T) {
 	_, err := Run(context.Background(), o.open, fakeSpec(OLTPWriteOnly, 4, 1000))
 	require.ErrorIs(t, err, ErrUnexpected)
 	require.ErrorIs(t, err, boom)
+	require.EqualError(t, err, "bench: oltp_write_only: unexpected statement error: boom", "operation first")
+}
+
+// TestRunErrorText: an error from the table reads operation first, with
+// one prefix.
+func TestRunErrorText(t *testing.T) {
+	cause := errors.New(`pebbletxn: open "/x": damaged store`)
+	_, err := Run(context.Background(), func(context.Context, TableConfig) (DB, error) { return nil, cause },
+		fakeSpec(OLTPWriteOnly, 1, 10))
+	require.ErrorIs(t, err, cause)
+	require.EqualError(t, err, `bench: open table: open "/x": damaged store`)
 }
 
 // TestRunEventsAcrossThreads: --events is a total over the threads.

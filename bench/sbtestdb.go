@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 
 	"github.com/txnlock/txnlock"
@@ -40,7 +39,7 @@ func OpenSBTest(ctx context.Context, cfg TableConfig) (DB, error) {
 	s := &sbDB{db: db, det: det, dir: dir}
 	if err := db.Prepare(ctx); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("prepare: %w", err)
+		return nil, &opError{op: "prepare", err: err}
 	}
 	return s, nil
 }

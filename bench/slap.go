@@ -226,7 +226,7 @@ func slapCell(ctx context.Context, open Opener, o SlapOptions, delays delayTable
 	for it := range o.Iterations {
 		db, err := open(ctx, cfg)
 		if err != nil {
-			return nil, fmt.Errorf("bench: open table: %w", err)
+			return nil, &opError{op: "open table", err: err}
 		}
 		d, err := slapIteration(ctx, db, o, delays, r, digests, clients, uint64(it))
 		if cerr := db.Close(); err == nil && cerr != nil {
@@ -292,7 +292,7 @@ func slapIteration(ctx context.Context, db DB, o SlapOptions, delays delayTable,
 	r.Deferred += det.Deferred
 	v, err := db.Verify()
 	if err != nil {
-		return 0, fmt.Errorf("bench: verify: %w", err)
+		return 0, &opError{op: "verify", err: err}
 	}
 	r.RowsExpected += int64(o.TableSize) + inserted
 	r.RowsFound += v.Rows
@@ -352,7 +352,7 @@ func slapClient(s *session, lt LoadType, n int, c *slapCounters) error {
 				if s.ctx.Err() != nil {
 					return s.ctx.Err()
 				}
-				return fmt.Errorf("%w: slap %s: %w", ErrUnexpected, kind, err)
+				return &opError{op: "slap " + string(kind), unexpected: true, err: err}
 			}
 			c.retries++
 			if kind == LoadWrite {

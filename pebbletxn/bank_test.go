@@ -33,7 +33,7 @@ func TestBankTransferInvariant(t *testing.T) {
 			e := openMemWith(t, kind, newManager(t, kind, 0, det))
 			init := begin(t, e.db)
 			for i := range bankAccounts {
-				require.NoError(t, init.Put(bg, nil, acct(i), []byte(strconv.Itoa(bankInitial))))
+				require.NoError(t, init.Put(bg, txnlock.DefaultColumnFamily, acct(i), []byte(strconv.Itoa(bankInitial))))
 			}
 			require.NoError(t, init.Commit())
 			const want = bankAccounts * bankInitial
@@ -78,7 +78,7 @@ func TestBankTransferInvariant(t *testing.T) {
 						errs <- err
 						return
 					}
-					sum := sumScan(t, func(fn func(k, v []byte) bool) error { return s.Scan(nil, all, fn) })
+					sum := sumScan(t, func(fn func(k, v []byte) bool) error { return s.Scan(txnlock.DefaultColumnFamily, all, fn) })
 					s.Close()
 					if sum != want {
 						errs <- fmt.Errorf("snapshot total %d, want %d", sum, want)
@@ -102,7 +102,7 @@ func TestBankTransferInvariant(t *testing.T) {
 					}
 					var serr error
 					sum := sumScan(t, func(fn func(k, v []byte) bool) error {
-						serr = txn.ScanForUpdate(bg, nil, all, txnlock.Shared, fn)
+						serr = txn.ScanForUpdate(bg, txnlock.DefaultColumnFamily, all, txnlock.Shared, fn)
 						return nil
 					})
 					txn.Rollback()
@@ -129,7 +129,7 @@ func TestBankTransferInvariant(t *testing.T) {
 			s, err := e.db.NewSnapshot()
 			require.NoError(t, err)
 			defer s.Close()
-			require.Equal(t, want, sumScan(t, func(fn func(k, v []byte) bool) error { return s.Scan(nil, all, fn) }))
+			require.Equal(t, want, sumScan(t, func(fn func(k, v []byte) bool) error { return s.Scan(txnlock.DefaultColumnFamily, all, fn) }))
 			require.Empty(t, e.mgr.Status().Locks)
 			t.Logf("%s: %d transfers, %d retried after a deadlock or timeout", kind, workers*transfers, retries)
 		})
@@ -174,7 +174,7 @@ func transfer(db *DB, rng *rand.Rand) (err error) {
 	}
 	bal := map[int]int{}
 	for _, i := range []int{first, second} {
-		v, found, err := txn.GetForUpdate(bg, nil, acct(i), txnlock.Exclusive)
+		v, found, err := txn.GetForUpdate(bg, txnlock.DefaultColumnFamily, acct(i), txnlock.Exclusive)
 		if err != nil {
 			return err
 		}
@@ -189,7 +189,7 @@ func transfer(db *DB, rng *rand.Rand) (err error) {
 	bal[from] -= amount
 	bal[to] += amount
 	for _, i := range []int{from, to} {
-		if err := txn.Put(bg, nil, acct(i), []byte(strconv.Itoa(bal[i]))); err != nil {
+		if err := txn.Put(bg, txnlock.DefaultColumnFamily, acct(i), []byte(strconv.Itoa(bal[i]))); err != nil {
 			return err
 		}
 	}

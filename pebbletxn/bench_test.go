@@ -29,9 +29,9 @@ func BenchmarkTxn(b *testing.B) {
 				for j := range 4 {
 					binary.BigEndian.PutUint64(key, uint64(i*4+j)%100000)
 					if kind == "none" {
-						err = txn.PutUntracked(nil, key, val)
+						err = txn.PutUntracked(txnlock.DefaultColumnFamily, key, val)
 					} else {
-						err = txn.Put(bg, nil, key, val)
+						err = txn.Put(bg, txnlock.DefaultColumnFamily, key, val)
 					}
 					if err != nil {
 						b.Fatal(err)
@@ -55,7 +55,7 @@ func BenchmarkGetForUpdate(b *testing.B) {
 			w, _ := e.db.Begin(nil)
 			for i := range 1000 {
 				binary.BigEndian.PutUint64(key, uint64(i))
-				_ = w.PutUntracked(nil, key, []byte("v"))
+				_ = w.PutUntracked(txnlock.DefaultColumnFamily, key, []byte("v"))
 			}
 			if err := w.Commit(); err != nil {
 				b.Fatal(err)
@@ -64,7 +64,7 @@ func BenchmarkGetForUpdate(b *testing.B) {
 			for i := range b.N {
 				txn, _ := e.db.Begin(nil)
 				binary.BigEndian.PutUint64(key, uint64(i%1000))
-				if _, _, err := txn.GetForUpdate(bg, nil, key, txnlock.Exclusive); err != nil {
+				if _, _, err := txn.GetForUpdate(bg, txnlock.DefaultColumnFamily, key, txnlock.Exclusive); err != nil {
 					b.Fatal(err)
 				}
 				_ = txn.Commit()

@@ -1,6 +1,7 @@
 package pebbletxn
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -40,16 +41,16 @@ func TestCloseInOrder(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			e := openOwned(t, kind)
 			txn := begin(t, e.db)
-			require.NoError(t, txn.Put(bg, nil, []byte("k"), []byte("v")))
+			require.NoError(t, txn.Put(bg, txnlock.DefaultColumnFamily, []byte("k"), []byte("v")))
 			snap, err := e.db.NewSnapshot()
 			require.NoError(t, err)
 			wb := e.db.NewWriteBatch()
-			require.NoError(t, wb.Put(nil, []byte("w"), []byte("1")))
+			require.NoError(t, wb.Put(txnlock.DefaultColumnFamily, []byte("w"), []byte("1")))
 			require.NoError(t, wb.Commit(false))
 
 			require.NoError(t, snap.Close())
 			require.ErrorIs(t, snap.Close(), txnlock.ErrClosed)
-			_, _, err = snap.Get(nil, []byte("k"))
+			_, _, err = snap.Get(txnlock.DefaultColumnFamily, []byte("k"))
 			require.ErrorIs(t, err, ErrClosed)
 			require.NoError(t, wb.Close())
 			require.ErrorIs(t, wb.Close(), txnlock.ErrClosed)
@@ -75,12 +76,12 @@ func TestCloseManagerFirst(t *testing.T) {
 			e := openOwned(t, kind)
 			defer e.pdb.Close()
 			writer := begin(t, e.db)
-			require.NoError(t, writer.Put(bg, nil, []byte("k"), []byte("v")))
+			require.NoError(t, writer.Put(bg, txnlock.DefaultColumnFamily, []byte("k"), []byte("v")))
 			ranger := begin(t, e.db)
-			require.NoError(t, ranger.LockRange(bg, nil, txnlock.Point([]byte("r")), txnlock.Exclusive))
-			require.NoError(t, ranger.PutUntracked(nil, []byte("r"), []byte("1")))
+			require.NoError(t, ranger.LockRange(bg, txnlock.DefaultColumnFamily, txnlock.Point([]byte("r")), txnlock.Exclusive))
+			require.NoError(t, ranger.PutUntracked(txnlock.DefaultColumnFamily, []byte("r"), []byte("1")))
 			other := begin(t, e.db)
-			require.NoError(t, other.Put(bg, nil, []byte("o"), []byte("1")))
+			require.NoError(t, other.Put(bg, txnlock.DefaultColumnFamily, []byte("o"), []byte("1")))
 
 			require.NoError(t, e.mgr.Close())
 
@@ -93,10 +94,10 @@ func TestCloseManagerFirst(t *testing.T) {
 			_, found = committed(t, e.pdb, "r")
 			require.False(t, found)
 
-			require.ErrorIs(t, other.Put(bg, nil, []byte("p"), []byte("2")), txnlock.ErrClosed)
+			require.ErrorIs(t, other.Put(bg, txnlock.DefaultColumnFamily, []byte("p"), []byte("2")), txnlock.ErrClosed)
 			require.NoError(t, other.Rollback())
 			fresh := begin(t, e.db)
-			require.ErrorIs(t, fresh.Lock(bg, nil, []byte("k"), txnlock.Shared), txnlock.ErrClosed)
+			require.ErrorIs(t, fresh.Lock(bg, txnlock.DefaultColumnFamily, []byte("k"), txnlock.Shared), txnlock.ErrClosed)
 			require.Equal(t, "<none>", get(t, fresh, "k"), "reads without locks still work")
 			require.NoError(t, e.db.Close(), "Close of the DB ignores the closed manager")
 		})
@@ -111,7 +112,7 @@ func TestClosePebbleFirst(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			e := openOwned(t, kind)
 			txn := begin(t, e.db)
-			require.NoError(t, txn.Put(bg, nil, []byte("k"), []byte("v")))
+			require.NoError(t, txn.Put(bg, txnlock.DefaultColumnFamily, []byte("k"), []byte("v")))
 			reader := begin(t, e.db)
 			require.NoError(t, e.pdb.Close())
 
@@ -126,21 +127,21 @@ func TestClosePebbleFirst(t *testing.T) {
 			// transaction's first read fails.
 			late, err := e.db.Begin(nil)
 			require.NoError(t, err)
-			_, _, err = late.Get(nil, []byte("k"))
+			_, _, err = late.Get(txnlock.DefaultColumnFamily, []byte("k"))
 			isClosed(err)
 			require.NoError(t, late.Rollback())
-			_, _, err = reader.Get(nil, []byte("k"))
+			_, _, err = reader.Get(txnlock.DefaultColumnFamily, []byte("k"))
 			isClosed(err)
-			_, _, err = reader.GetForUpdate(bg, nil, []byte("g"), txnlock.Shared)
+			_, _, err = reader.GetForUpdate(bg, txnlock.DefaultColumnFamily, []byte("g"), txnlock.Shared)
 			isClosed(err)
-			isClosed(reader.Scan(nil, txnlock.Point([]byte("k")), func(_, _ []byte) bool { return true }))
-			isClosed(reader.ScanForUpdate(bg, nil, txnlock.Point([]byte("s")), txnlock.Shared, func(_, _ []byte) bool { return true }))
+			isClosed(reader.Scan(txnlock.DefaultColumnFamily, txnlock.Point([]byte("k")), func(_, _ []byte) bool { return true }))
+			isClosed(reader.ScanForUpdate(bg, txnlock.DefaultColumnFamily, txnlock.Point([]byte("s")), txnlock.Shared, func(_, _ []byte) bool { return true }))
 			_, err = e.db.NewSnapshot()
 			isClosed(err)
-			_, err = e.db.ColumnFamily("new")
+			_, err = e.db.CreateColumnFamily("new")
 			isClosed(err)
 			wb := e.db.NewWriteBatch()
-			require.NoError(t, wb.Put(nil, []byte("w"), nil))
+			require.NoError(t, wb.Put(txnlock.DefaultColumnFamily, []byte("w"), nil))
 			isClosed(wb.Commit(true))
 			require.NoError(t, wb.Close())
 
@@ -152,5 +153,25 @@ func TestClosePebbleFirst(t *testing.T) {
 			require.NoError(t, e.db.Close())
 			require.NoError(t, e.mgr.Close())
 		})
+	}
+}
+
+// TestClosedErrorText: a call on a closed DB reads operation first, with
+// one prefix, and still matches both ErrClosed and txnlock.ErrClosed.
+func TestClosedErrorText(t *testing.T) {
+	e := openMem(t, kindPoint)
+	txn := begin(t, e.db)
+	require.NoError(t, e.db.Close())
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{e.db.Close(), "pebbletxn: close: closed"},
+		{txn.Put(bg, txnlock.DefaultColumnFamily, []byte("k"), nil), fmt.Sprintf("pebbletxn: lock %v: closed", txn.ID())},
+		{func() error { _, err := e.db.Begin(nil); return err }(), "pebbletxn: begin: closed"},
+	} {
+		require.ErrorIs(t, tc.err, ErrClosed)
+		require.ErrorIs(t, tc.err, txnlock.ErrClosed)
+		require.EqualError(t, tc.err, tc.want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -22,8 +23,6 @@ import (
 type DB struct {
 	pdb  *pebble.DB
 	opts Options
-	// defaultCF is the handle of column family 0; immutable.
-	defaultCF *ColumnFamily
 
 	// mu guards closed and the lifetime of pdb as seen through this DB:
 	// every Pebble access holds mu.RLock and checks closed; Close takes
@@ -43,32 +42,21 @@ type DB struct {
 	// ownsPebble: Open made pdb, so Close closes it. Immutable.
 	ownsPebble bool
 
-	// cfMu guards cfs and nextCF.
+	// cfMu guards cfs and nextCF, and serializes the stores to names.
 	cfMu   sync.Mutex
-	cfs    map[string]*ColumnFamily
+	cfs    map[string]txnlock.ColumnFamily
 	nextCF uint32
+	// names maps every column family id to its name. It is replaced, never
+	// changed, under cfMu, and read without a lock by every call that takes
+	// a column family.
+	names atomic.Pointer[map[txnlock.ColumnFamily]string]
 
 	// txnMu guards txns: the open transactions, released by Close.
 	txnMu sync.Mutex
 	txns  map[txnlock.TxnID]*Txn
 }
 
-// ColumnFamily is a handle on a column family: a key span of the Pebble DB
-// with its own lock map or locktree in the manager. Handles are immutable.
-type ColumnFamily struct {
-	db     *DB
-	id     txnlock.ColumnFamily
-	name   string
-	prefix []byte
-}
-
-// ID is the column family's id in the lock manager.
-func (cf *ColumnFamily) ID() txnlock.ColumnFamily { return cf.id }
-
-// Name is the column family's name ("default" for id 0).
-func (cf *ColumnFamily) Name() string { return cf.name }
-
-// DefaultColumnFamilyName is the name of column family 0.
+// DefaultColumnFamilyName is the name of txnlock.DefaultColumnFamily (id 0).
 const DefaultColumnFamilyName = "default"
 
 // nextTxnID numbers transactions process-wide, so that DBs sharing a lock
@@ -94,12 +82,11 @@ func New(pdb *pebble.DB, opts Options) (_ *DB, err error) {
 	db := &DB{
 		pdb:    pdb,
 		opts:   opts,
-		cfs:    make(map[string]*ColumnFamily),
+		cfs:    map[string]txnlock.ColumnFamily{DefaultColumnFamilyName: txnlock.DefaultColumnFamily},
 		nextCF: 1,
 		txns:   make(map[txnlock.TxnID]*Txn),
 	}
-	db.defaultCF = &ColumnFamily{db: db, id: txnlock.DefaultColumnFamily, name: DefaultColumnFamilyName, prefix: cfPrefix(0)}
-	db.cfs[DefaultColumnFamilyName] = db.defaultCF
+	db.names.Store(&map[txnlock.ColumnFamily]string{txnlock.DefaultColumnFamily: DefaultColumnFamilyName})
 	defer db.recoverPebble("new", 0, &err)
 	if err := db.loadCatalog(); err != nil {
 		return nil, err
@@ -123,6 +110,9 @@ func (db *DB) loadCatalog() error {
 			return fmt.Errorf("pebbletxn: load catalog: corrupt entry for column family %q", name)
 		}
 		id := binary.BigEndian.Uint32(v)
+		if id == 0 || id >= maxCF {
+			return fmt.Errorf("pebbletxn: load catalog: corrupt id %d for column family %q", id, name)
+		}
 		if err := db.registerLocked(name, id); err != nil {
 			return err
 		}
@@ -131,29 +121,39 @@ func (db *DB) loadCatalog() error {
 	return storageErr("load catalog", 0, it.Error())
 }
 
-// registerLocked adds a handle and registers it with the manager (cfMu held,
-// or the DB not yet shared).
+// maxCF bounds the column family ids: below the catalog's prefix, and
+// positive as a txnlock.ColumnFamily.
+const maxCF = 1 << 31
+
+// registerLocked records column family id called name and registers it with
+// the manager (cfMu held, or the DB not yet shared).
 func (db *DB) registerLocked(name string, id uint32) error {
-	if err := db.opts.Manager.AddColumnFamily(txnlock.ColumnFamily(id)); err != nil && !errors.Is(err, txnlock.ErrColumnFamilyExists) {
+	cf := txnlock.ColumnFamily(id)
+	if err := db.opts.Manager.AddColumnFamily(cf); err != nil && !errors.Is(err, txnlock.ErrColumnFamilyExists) {
 		return err
 	}
-	db.cfs[name] = &ColumnFamily{db: db, id: txnlock.ColumnFamily(id), name: name, prefix: cfPrefix(id)}
+	db.cfs[name] = cf
+	names := maps.Clone(*db.names.Load())
+	names[cf] = name
+	db.names.Store(&names)
 	return nil
 }
 
-// DefaultColumnFamily returns the handle of column family 0.
-func (db *DB) DefaultColumnFamily() *ColumnFamily { return db.defaultCF }
-
-// ColumnFamily returns the column family called name, creating it (and
-// persisting its id, synced) if it does not exist yet.
-func (db *DB) ColumnFamily(name string) (_ *ColumnFamily, err error) {
+// CreateColumnFamily returns the id of the column family called name,
+// creating it first (and persisting name → id, synced) if it does not exist
+// yet; reopening the DB finds it again, so call it after every Open. Its
+// locks live in the manager's column family of the same id. It fails with
+// ErrColumnFamilyName for an empty name or one longer than
+// MaxColumnFamilyName bytes. The default column family,
+// txnlock.DefaultColumnFamily, always exists.
+func (db *DB) CreateColumnFamily(name string) (_ txnlock.ColumnFamily, err error) {
 	if name == "" || len(name) > MaxColumnFamilyName {
-		return nil, fmt.Errorf("%w: %q", ErrColumnFamilyName, name)
+		return 0, &txnError{op: "create column family", err: fmt.Errorf("%w %q", ErrColumnFamilyName, name)}
 	}
 	db.mu.RLock()
 	defer db.mu.RUnlock()
 	if err := db.checkOpenLocked("create column family", 0); err != nil {
-		return nil, err
+		return 0, err
 	}
 	db.cfMu.Lock()
 	defer db.cfMu.Unlock()
@@ -161,40 +161,44 @@ func (db *DB) ColumnFamily(name string) (_ *ColumnFamily, err error) {
 		return cf, nil
 	}
 	id := db.nextCF
-	if id >= metaID-1 || id > 1<<31-1 {
-		return nil, ErrTooManyColumnFamilies
+	if id >= maxCF {
+		return 0, &txnError{op: "create column family", err: ErrTooManyColumnFamilies}
 	}
 	defer db.recoverPebble("create column family", 0, &err)
 	if err := db.pdb.Set(catalogKey(name), binary.BigEndian.AppendUint32(nil, id), pebble.Sync); err != nil {
-		return nil, storageErr("create column family", 0, err)
+		return 0, storageErr("create column family", 0, err)
 	}
 	if err := db.registerLocked(name, id); err != nil {
-		return nil, err
+		return 0, err
 	}
 	db.nextCF = id + 1
-	return db.cfs[name], nil
+	return txnlock.ColumnFamily(id), nil
 }
 
-// ColumnFamilies returns every column family, in no particular order.
-func (db *DB) ColumnFamilies() []*ColumnFamily {
+// ColumnFamily returns the id of the column family called name, and false
+// if the DB has none.
+func (db *DB) ColumnFamily(name string) (txnlock.ColumnFamily, bool) {
 	db.cfMu.Lock()
 	defer db.cfMu.Unlock()
-	out := make([]*ColumnFamily, 0, len(db.cfs))
-	for _, cf := range db.cfs {
-		out = append(out, cf)
-	}
-	return out
+	cf, ok := db.cfs[name]
+	return cf, ok
 }
 
-// resolve maps a caller's handle to the column family (nil is the default).
-func (db *DB) resolve(cf *ColumnFamily) (*ColumnFamily, error) {
-	if cf == nil {
-		return db.defaultCF, nil
+// ColumnFamilies returns every column family's id by name, the default one
+// included.
+func (db *DB) ColumnFamilies() map[string]txnlock.ColumnFamily {
+	db.cfMu.Lock()
+	defer db.cfMu.Unlock()
+	return maps.Clone(db.cfs)
+}
+
+// checkCF fails op of txn (0: none) if cf is not a column family of the DB,
+// with an error matching txnlock.ErrUnknownColumnFamily.
+func (db *DB) checkCF(op string, txn txnlock.TxnID, cf txnlock.ColumnFamily) error {
+	if _, ok := (*db.names.Load())[cf]; !ok {
+		return &txnError{op: op, txn: txn, err: fmt.Errorf("%w: %v", txnlock.ErrUnknownColumnFamily, cf)}
 	}
-	if cf.db != db {
-		return nil, fmt.Errorf("%w: column family %q belongs to another DB", txnlock.ErrUnknownColumnFamily, cf.name)
-	}
-	return cf, nil
+	return nil
 }
 
 // Manager returns the lock manager.
@@ -215,7 +219,7 @@ func (db *DB) Close() (err error) {
 	db.mu.Lock()
 	if db.closed {
 		db.mu.Unlock()
-		return ErrClosed
+		return &txnError{op: "close", err: ErrClosed}
 	}
 	db.closed = true
 	db.closedFlag.Store(true)
@@ -249,7 +253,7 @@ func (db *DB) checkOpenLocked(op string, txn txnlock.TxnID) error {
 	case db.closed && txn.Valid():
 		return &txnError{op: op, txn: txn, err: ErrClosed}
 	case db.closed:
-		return ErrClosed
+		return &txnError{op: op, err: ErrClosed}
 	}
 	return db.fatal.failed(op, txn)
 }

@@ -20,12 +20,12 @@ func TestDeadlockTwoTxns(t *testing.T) {
 			defer det.Close()
 			e := openMemWith(t, kind, newManager(t, kind, txnlock.WaitForever, det))
 			t1, t2 := begin(t, e.db), begin(t, e.db)
-			require.NoError(t, t1.Put(bg, nil, []byte("a"), []byte("t1")))
-			require.NoError(t, t2.Put(bg, nil, []byte("b"), []byte("t2")))
+			require.NoError(t, t1.Put(bg, txnlock.DefaultColumnFamily, []byte("a"), []byte("t1")))
+			require.NoError(t, t2.Put(bg, txnlock.DefaultColumnFamily, []byte("b"), []byte("t2")))
 			done := make(chan error, 1)
-			go func() { done <- t1.Put(bg, nil, []byte("b"), []byte("t1")) }()
+			go func() { done <- t1.Put(bg, txnlock.DefaultColumnFamily, []byte("b"), []byte("t1")) }()
 			waitForWaiter(t, e.mgr, t1.ID())
-			err2 := t2.Put(bg, nil, []byte("a"), []byte("t2"))
+			err2 := t2.Put(bg, txnlock.DefaultColumnFamily, []byte("a"), []byte("t2"))
 			var victim, survivor *Txn
 			var verr error
 			if err2 != nil {

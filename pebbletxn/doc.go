@@ -10,7 +10,7 @@
 //	db, err := pebbletxn.Open(dir, pebbletxn.OpenOptions{Options: pebbletxn.Options{Manager: m}})
 //	...
 //	t, _ := db.Begin(nil)
-//	cf := db.DefaultColumnFamily()
+//	cf := txnlock.DefaultColumnFamily // or an id from db.CreateColumnFamily("orders")
 //	v, found, err := t.GetForUpdate(ctx, cf, []byte("balance/alice"), txnlock.Exclusive)
 //	err = t.Put(ctx, cf, []byte("balance/alice"), newValue) // locked until Commit
 //	err = t.Commit()                                        // or t.Rollback()
@@ -76,11 +76,15 @@
 //
 // # Column families
 //
-// A column family is a key prefix (a 4-byte id) in the one Pebble DB and a
-// column family of the same id in the manager, so it has its own lock map
-// or locktree. DB.ColumnFamily(name) creates one and persists the name → id
-// mapping; reopening finds it again. The default column family (id 0)
-// always exists; a nil *ColumnFamily means it. The manager's column
+// Every call names its column family by its txnlock.ColumnFamily id, the
+// same id that its lock requests carry. A column family is a key prefix
+// (the 4-byte id) in the one Pebble DB and a column family of the same id
+// in the manager, so it has its own lock map or locktree.
+// DB.CreateColumnFamily(name) creates one (or finds it) and persists the
+// name → id mapping; reopening finds it again. txnlock.DefaultColumnFamily
+// (id 0, named "default") always exists. An id the DB did not give out
+// fails the call with an error matching txnlock.ErrUnknownColumnFamily.
+// The manager's column
 // families are shared by every DB that uses it: DBs that share a manager
 // (to share one deadlock detector, say) lock the same ids, so their
 // transactions conflict on equal keys of equal ids. Give each DB its own
@@ -136,7 +140,7 @@
 //     check, does not stop it: close the DB first to end commits.
 //   - The Pebble DB first: every call that reaches Pebble (Get,
 //     Scan, the locking reads after their lock, Commit, NewSnapshot,
-//     ColumnFamily, WriteBatch.Commit, every Snapshot read) returns a
+//     CreateColumnFamily, WriteBatch.Commit, every Snapshot read) returns a
 //     *StorageError wrapping pebble.ErrClosed. Begin touches no Pebble
 //     state, so it still succeeds, and the transaction's first read or its
 //     Commit fails. A Commit ends its transaction and releases its locks;

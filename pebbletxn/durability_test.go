@@ -5,6 +5,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/stretchr/testify/require"
+	"github.com/txnlock/txnlock"
 )
 
 // On disk with Sync: a committed transaction survives closing and
@@ -20,11 +21,11 @@ func TestDurabilityReopen(t *testing.T) {
 		return pdb, db
 	}
 	pdb, db := open()
-	cf, err := db.ColumnFamily("accounts")
+	cf, err := db.CreateColumnFamily("accounts")
 	require.NoError(t, err)
 	committed := begin(t, db)
 	require.NoError(t, committed.Put(bg, cf, []byte("a"), []byte("1")))
-	require.NoError(t, committed.Put(bg, nil, []byte("d"), []byte("default")))
+	require.NoError(t, committed.Put(bg, txnlock.DefaultColumnFamily, []byte("d"), []byte("default")))
 	require.NoError(t, committed.Commit())
 	pending := begin(t, db)
 	require.NoError(t, pending.Put(bg, cf, []byte("b"), []byte("2")))
@@ -35,12 +36,12 @@ func TestDurabilityReopen(t *testing.T) {
 	pdb, db = open()
 	defer pdb.Close()
 	defer db.Close()
-	cf2, err := db.ColumnFamily("accounts")
+	cf2, err := db.CreateColumnFamily("accounts")
 	require.NoError(t, err)
-	require.Equal(t, cf.ID(), cf2.ID())
-	other, err := db.ColumnFamily("new")
+	require.Equal(t, cf, cf2)
+	other, err := db.CreateColumnFamily("new")
 	require.NoError(t, err)
-	require.NotEqual(t, cf.ID(), other.ID(), "a new column family gets a fresh id after reopen")
+	require.NotEqual(t, cf, other, "a new column family gets a fresh id after reopen")
 	r := begin(t, db)
 	v, found, err := r.Get(cf2, []byte("a"))
 	require.NoError(t, err)

@@ -15,9 +15,10 @@ import (
 var (
 	// ErrTxnDone: a call on a transaction after its Commit or Rollback.
 	ErrTxnDone = errors.New("pebbletxn: transaction already committed or rolled back")
-	// ErrClosed: a call on a closed DB, or on a transaction of one.
-	// errors.Is(err, txnlock.ErrClosed) is true as well.
-	ErrClosed = fmt.Errorf("pebbletxn: db closed: %w", txnlock.ErrClosed)
+	// ErrClosed: a call on a closed DB, or on a transaction of one; a
+	// second Close of a DB, a Snapshot or a WriteBatch. errors.Is(err,
+	// txnlock.ErrClosed) is true as well.
+	ErrClosed error = closedError{}
 	// ErrColumnFamilyName: an empty column family name, or one longer than
 	// MaxColumnFamilyName bytes.
 	ErrColumnFamilyName = errors.New("pebbletxn: invalid column family name")
@@ -28,6 +29,13 @@ var (
 	// *StorageError, which keeps Pebble's error reachable.
 	ErrStorage = errors.New("pebbletxn: storage failure")
 )
+
+// closedError is ErrClosed: one prefix in its text, and txnlock.ErrClosed
+// for errors.Is.
+type closedError struct{}
+
+func (closedError) Error() string        { return "pebbletxn: closed" }
+func (closedError) Is(target error) bool { return target == txnlock.ErrClosed }
 
 // txnError names the operation and transaction that failed and keeps the
 // cause reachable for errors.Is and errors.As.

@@ -34,7 +34,7 @@ func Example() {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	cf := db.DefaultColumnFamily()
+	cf := txnlock.DefaultColumnFamily
 
 	t1, _ := db.Begin(nil)
 	fmt.Println(t1.Put(ctx, cf, []byte("balance/alice"), []byte("100")))
@@ -75,7 +75,7 @@ func ExampleTxn_ScanForUpdate() {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	orders, err := db.ColumnFamily("orders")
+	orders, err := db.CreateColumnFamily("orders")
 	if err != nil {
 		panic(err)
 	}

@@ -91,7 +91,7 @@ func TestFailingReadsAndTableWrites(t *testing.T) {
 			defer db.Close()
 			init := begin(t, db)
 			for i := range plAccounts {
-				require.NoError(t, init.Put(bg, nil, acct(i), []byte(strconv.Itoa(plInitial))))
+				require.NoError(t, init.Put(bg, txnlock.DefaultColumnFamily, acct(i), []byte(strconv.Itoa(plInitial))))
 			}
 			require.NoError(t, init.Commit())
 			require.NoError(t, db.Pebble().Flush())

@@ -102,7 +102,7 @@ func begin(t testing.TB, db *DB) *Txn {
 
 func get(t testing.TB, txn *Txn, key string) string {
 	t.Helper()
-	v, found, err := txn.Get(nil, []byte(key))
+	v, found, err := txn.Get(txnlock.DefaultColumnFamily, []byte(key))
 	require.NoError(t, err)
 	if !found {
 		return "<none>"

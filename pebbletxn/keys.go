@@ -33,27 +33,25 @@ func catalogKey(name string) []byte {
 	return append(append(cfPrefix(metaID), "cf/"...), name...)
 }
 
-// appendKey appends the Pebble key of user key k in the column family with
-// prefix p.
-func appendKey(dst, p, k []byte) []byte {
-	dst = append(dst, p...)
+// appendKey appends the Pebble key of user key k in column family cf.
+func appendKey(dst []byte, cf txnlock.ColumnFamily, k []byte) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(cf))
 	return append(dst, k...)
 }
 
-// bounds turns r into Pebble iterator bounds [lower, upper) inside the
-// column family with id id.
-func bounds(id uint32, r txnlock.Range) (lower, upper []byte) {
-	p := cfPrefix(id)
+// bounds turns r into Pebble iterator bounds [lower, upper) inside column
+// family cf.
+func bounds(cf txnlock.ColumnFamily, r txnlock.Range) (lower, upper []byte) {
 	s := r.Start()
-	lower = appendKey(nil, p, s.Key())
+	lower = appendKey(nil, cf, s.Key())
 	if s.IsAfter() {
 		lower = append(lower, 0)
 	}
 	e := r.End()
 	if e.IsPosInf() {
-		return lower, cfPrefix(id + 1)
+		return lower, cfPrefix(uint32(cf) + 1)
 	}
-	upper = appendKey(nil, p, e.Key())
+	upper = appendKey(nil, cf, e.Key())
 	if e.IsAfter() {
 		upper = append(upper, 0)
 	}

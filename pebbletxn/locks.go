@@ -7,21 +7,20 @@ import (
 	"github.com/txnlock/txnlock"
 )
 
-// Lock locks key in cf (nil: the default column family) in mode, unless the
+// Lock locks key in column family cf in mode, unless the
 // transaction already holds it in a covering mode (then no request is sent).
 // The lock is held until Commit or Rollback. Errors are the manager's
 // (*txnlock.LockError: ErrLockTimeout, ErrDeadlock, ...), ErrTxnDone or
 // ErrClosed; after a lock error the transaction is still active and the
 // caller decides (usually Rollback).
-func (t *Txn) Lock(ctx context.Context, cf *ColumnFamily, key []byte, mode txnlock.Mode) error {
+func (t *Txn) Lock(ctx context.Context, cf txnlock.ColumnFamily, key []byte, mode txnlock.Mode) error {
 	if err := t.check("lock"); err != nil {
 		return err
 	}
 	if !mode.Valid() {
 		return &txnError{op: "lock", txn: t.id, err: txnlock.ErrInvalidMode}
 	}
-	cf, err := t.db.resolve(cf)
-	if err != nil {
+	if err := t.db.checkCF("lock", t.id, cf); err != nil {
 		return err
 	}
 	return t.send(ctx, cf, txnlock.Point(key), mode)
@@ -32,7 +31,7 @@ func (t *Txn) Lock(ctx context.Context, cf *ColumnFamily, key []byte, mode txnlo
 // one ends. It needs Options.RangeLocking unless r is a single key
 // (txnlock.ErrRangeNotSupported otherwise). A range is not sent again if a
 // held range lock of a covering mode contains it.
-func (t *Txn) LockRange(ctx context.Context, cf *ColumnFamily, r txnlock.Range, mode txnlock.Mode) error {
+func (t *Txn) LockRange(ctx context.Context, cf txnlock.ColumnFamily, r txnlock.Range, mode txnlock.Mode) error {
 	if err := t.check("lock range"); err != nil {
 		return err
 	}
@@ -48,8 +47,7 @@ func (t *Txn) LockRange(ctx context.Context, cf *ColumnFamily, r txnlock.Range, 
 	if !t.db.opts.RangeLocking {
 		return &txnError{op: "lock range", txn: t.id, err: txnlock.ErrRangeNotSupported}
 	}
-	cf, err := t.db.resolve(cf)
-	if err != nil {
+	if err := t.db.checkCF("lock range", t.id, cf); err != nil {
 		return err
 	}
 	return t.send(ctx, cf, r, mode)
@@ -60,26 +58,25 @@ func (t *Txn) LockRange(ctx context.Context, cf *ColumnFamily, r txnlock.Range, 
 // lock held to the end of a statement). Releasing a lock that protects a
 // write the transaction made breaks two-phase locking: do not. ErrNotHeld
 // (from the manager) if the transaction holds no such point lock.
-func (t *Txn) Unlock(cf *ColumnFamily, key []byte) error {
+func (t *Txn) Unlock(cf txnlock.ColumnFamily, key []byte) error {
 	if err := t.check("unlock"); err != nil {
 		return err
 	}
-	cf, err := t.db.resolve(cf)
-	if err != nil {
+	if err := t.db.checkCF("unlock", t.id, cf); err != nil {
 		return err
 	}
-	return t.h.Unlock(t.db.opts.Manager, cf.id, txnlock.Point(key))
+	return t.h.Unlock(t.db.opts.Manager, cf, txnlock.Point(key))
 }
 
 // send makes one lock request through the transaction's handle, which
 // sends nothing if a held lock covers it. On a closed DB it fails with
 // ErrClosed: Close released the handle (a wait in progress then fails),
 // or, if the DB closed just as the request was granted, send releases it.
-func (t *Txn) send(ctx context.Context, cf *ColumnFamily, r txnlock.Range, mode txnlock.Mode) error {
+func (t *Txn) send(ctx context.Context, cf txnlock.ColumnFamily, r txnlock.Range, mode txnlock.Mode) error {
 	if t.db.isClosed() {
 		return &txnError{op: "lock", txn: t.id, err: ErrClosed}
 	}
-	err := t.h.Lock(ctx, t.db.opts.Manager, txnlock.Request{CF: cf.id, Range: r, Mode: mode, Timeout: t.timeout})
+	err := t.h.Lock(ctx, t.db.opts.Manager, txnlock.Request{CF: cf, Range: r, Mode: mode, Timeout: t.timeout})
 	if err != nil {
 		if errors.Is(err, txnlock.ErrTxnReleased) && t.db.isClosed() {
 			return &txnError{op: "lock", txn: t.id, err: ErrClosed}

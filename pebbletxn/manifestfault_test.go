@@ -16,6 +16,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/stretchr/testify/require"
+	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/testenv"
 	"github.com/txnlock/txnlock/pointlock"
 )
@@ -93,7 +94,7 @@ func TestFailingManifest(t *testing.T) {
 	require.NoError(t, err)
 	init := begin(t, db)
 	for i := range plAccounts {
-		require.NoError(t, init.Put(bg, nil, acct(i), []byte(strconv.Itoa(plInitial))))
+		require.NoError(t, init.Put(bg, txnlock.DefaultColumnFamily, acct(i), []byte(strconv.Itoa(plInitial))))
 	}
 	require.NoError(t, init.Commit())
 	require.NoError(t, db.Close())
@@ -127,7 +128,7 @@ func TestFailingManifest(t *testing.T) {
 		txn := begin(t, db)
 		require.Equal(t, plAccounts*plInitial, accountsTotal(t, txn), "round %d", round)
 		for _, s := range printed {
-			_, found, err := txn.Get(nil, logKey(s))
+			_, found, err := txn.Get(txnlock.DefaultColumnFamily, logKey(s))
 			require.NoError(t, err)
 			require.True(t, found, "round %d: acknowledged commit %d lost", round, s)
 		}

@@ -27,9 +27,9 @@ func FuzzTxnModel(f *testing.F) {
 			ops = ops[:400]
 		}
 		e := openMem(t, kindRange)
-		other, err := e.db.ColumnFamily("other")
+		other, err := e.db.CreateColumnFamily("other")
 		require.NoError(t, err)
-		cfs := []*ColumnFamily{nil, other}
+		cfs := []txnlock.ColumnFamily{txnlock.DefaultColumnFamily, other}
 		committed := []map[string]string{{}, {}}
 		pending := []map[string]*string{{}, {}}
 		txn := begin(t, e.db)

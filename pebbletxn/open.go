@@ -125,6 +125,6 @@ func checkStoreDir(fs vfs.FS, dir string) error {
 		more = fmt.Sprintf(" and %d more", len(data)-show)
 		data = data[:show]
 	}
-	return fmt.Errorf("%w: open %q: no manifest marker (marker.manifest.*) next to %s%s; restore the marker or the directory from a backup",
-		ErrDamagedStore, dir, strings.Join(data, ", "), more)
+	return &txnError{op: fmt.Sprintf("open %q", dir), err: fmt.Errorf("%w: no manifest marker (marker.manifest.*) next to %s%s; restore the marker or the directory from a backup",
+		ErrDamagedStore, strings.Join(data, ", "), more)}
 }

@@ -21,7 +21,7 @@ func openOn(t *testing.T, fs vfs.FS, sync bool) (*DB, error) {
 func put(t *testing.T, db *DB, key, value string) {
 	t.Helper()
 	txn := begin(t, db)
-	require.NoError(t, txn.Put(bg, nil, []byte(key), []byte(value)))
+	require.NoError(t, txn.Put(bg, txnlock.DefaultColumnFamily, []byte(key), []byte(value)))
 	require.NoError(t, txn.Commit())
 }
 
@@ -68,6 +68,7 @@ func TestOpenRefusesMissingMarker(t *testing.T) {
 	_, err = openOn(t, fs, true)
 	require.ErrorIs(t, err, ErrDamagedStore)
 	require.ErrorContains(t, err, "no manifest marker")
+	require.True(t, strings.HasPrefix(err.Error(), `pebbletxn: open "db": damaged store: no manifest marker`), "operation first, one prefix: %v", err)
 
 	// What the guard prevents: Pebble opens a fresh store over the files,
 	// without an error, and the flushed rows are gone.

@@ -71,7 +71,7 @@ func newPowerLoss(t *testing.T, sync bool) *powerLoss {
 	db := p.open()
 	txn := begin(t, db)
 	for i := range plAccounts {
-		require.NoError(t, txn.Put(bg, nil, acct(i), []byte(strconv.Itoa(plInitial))))
+		require.NoError(t, txn.Put(bg, txnlock.DefaultColumnFamily, acct(i), []byte(strconv.Itoa(plInitial))))
 	}
 	require.NoError(t, txn.Commit())
 	require.NoError(t, db.Close())
@@ -195,7 +195,7 @@ func (p *powerLoss) check(db *DB, round int) {
 	require.Equal(t, plAccounts*plInitial, total, "round %d: a commit was half applied", round)
 	present := map[uint64]bool{}
 	var maxSeq uint64
-	require.NoError(t, txn.Scan(nil, txnlock.Prefix([]byte("log/")), func(k, _ []byte) bool {
+	require.NoError(t, txn.Scan(txnlock.DefaultColumnFamily, txnlock.Prefix([]byte("log/")), func(k, _ []byte) bool {
 		seq := binary.BigEndian.Uint64(k[len("log/"):])
 		present[seq] = true
 		maxSeq = max(maxSeq, seq)
@@ -239,7 +239,7 @@ func logTransfer(db *DB, rng *rand.Rand, seq uint64) (err error) {
 	}
 	bal := map[int]int{}
 	for _, i := range []int{a, b} {
-		v, _, err := txn.GetForUpdate(bg, nil, acct(i), txnlock.Exclusive)
+		v, _, err := txn.GetForUpdate(bg, txnlock.DefaultColumnFamily, acct(i), txnlock.Exclusive)
 		if err != nil {
 			return err
 		}
@@ -251,11 +251,11 @@ func logTransfer(db *DB, rng *rand.Rand, seq uint64) (err error) {
 	bal[a] -= amount
 	bal[b] += amount
 	for _, i := range []int{a, b} {
-		if err := txn.Put(bg, nil, acct(i), []byte(strconv.Itoa(bal[i]))); err != nil {
+		if err := txn.Put(bg, txnlock.DefaultColumnFamily, acct(i), []byte(strconv.Itoa(bal[i]))); err != nil {
 			return err
 		}
 	}
-	if err := txn.Put(bg, nil, logKey(seq), []byte(fmt.Sprint(amount, " from ", a, " to ", b, padding))); err != nil {
+	if err := txn.Put(bg, txnlock.DefaultColumnFamily, logKey(seq), []byte(fmt.Sprint(amount, " from ", a, " to ", b, padding))); err != nil {
 		return err
 	}
 	return txn.Commit()

@@ -7,33 +7,32 @@ import (
 	"github.com/txnlock/txnlock"
 )
 
-// Scan calls fn for every key of r in cf (nil: the default column family),
+// Scan calls fn for every key of r in column family cf,
 // in ascending order, as the transaction sees them (its own writes over the
 // latest committed data), without locking. It stops early when fn returns
 // false. key and value are valid only during the call.
-func (t *Txn) Scan(cf *ColumnFamily, r txnlock.Range, fn func(key, value []byte) bool) error {
+func (t *Txn) Scan(cf txnlock.ColumnFamily, r txnlock.Range, fn func(key, value []byte) bool) error {
 	if err := t.check("scan"); err != nil {
 		return err
 	}
 	if !r.Valid() {
 		return &txnError{op: "scan", txn: t.id, err: txnlock.ErrInvalidRange}
 	}
-	cf, err := t.db.resolve(cf)
-	if err != nil {
+	if err := t.db.checkCF("scan", t.id, cf); err != nil {
 		return err
 	}
 	return t.scanLocked(cf, r, fn)
 }
 
 // scanLocked iterates the batch over r (the transaction already checked).
-func (t *Txn) scanLocked(cf *ColumnFamily, r txnlock.Range, fn func(key, value []byte) bool) (err error) {
+func (t *Txn) scanLocked(cf txnlock.ColumnFamily, r txnlock.Range, fn func(key, value []byte) bool) (err error) {
 	t.db.mu.RLock()
 	defer t.db.mu.RUnlock()
 	if err := t.db.checkOpenLocked("scan", t.id); err != nil {
 		return err
 	}
 	defer t.db.recoverPebble("scan", t.id, &err)
-	lower, upper := bounds(uint32(cf.id), r)
+	lower, upper := bounds(cf, r)
 	it, err := t.batch.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return storageErr("scan", t.id, err)
@@ -67,7 +66,7 @@ func iterate(it *pebble.Iterator, fn func(key, value []byte) bool) error {
 // gone between the read and the grant); keys inserted into r later are not
 // locked (phantoms are possible; this is the point-locking trade-off
 // MyRocks makes too).
-func (t *Txn) ScanForUpdate(ctx context.Context, cf *ColumnFamily, r txnlock.Range, mode txnlock.Mode, fn func(key, value []byte) bool) error {
+func (t *Txn) ScanForUpdate(ctx context.Context, cf txnlock.ColumnFamily, r txnlock.Range, mode txnlock.Mode, fn func(key, value []byte) bool) error {
 	if err := t.check("scan for update"); err != nil {
 		return err
 	}
@@ -77,8 +76,7 @@ func (t *Txn) ScanForUpdate(ctx context.Context, cf *ColumnFamily, r txnlock.Ran
 	if !mode.Valid() {
 		return &txnError{op: "scan for update", txn: t.id, err: txnlock.ErrInvalidMode}
 	}
-	cf, err := t.db.resolve(cf)
-	if err != nil {
+	if err := t.db.checkCF("scan for update", t.id, cf); err != nil {
 		return err
 	}
 	if t.db.opts.RangeLocking {
@@ -88,7 +86,7 @@ func (t *Txn) ScanForUpdate(ctx context.Context, cf *ColumnFamily, r txnlock.Ran
 		return t.scanLocked(cf, r, fn)
 	}
 	var keys [][]byte
-	err = t.scanLocked(cf, r, func(k, _ []byte) bool {
+	err := t.scanLocked(cf, r, func(k, _ []byte) bool {
 		keys = append(keys, append([]byte(nil), k...))
 		return true
 	})

@@ -145,13 +145,15 @@ func (s *scenario) run(d *datadriven.TestData) string {
 	var op func() string
 	switch d.Cmd {
 	case "get":
-		op = func() string { return s.value(x.Get(nil, []byte(arg(2)))) }
+		op = func() string { return s.value(x.Get(txnlock.DefaultColumnFamily, []byte(arg(2)))) }
 	case "gfu":
-		op = func() string { return s.value(x.GetForUpdate(bg, nil, []byte(arg(2)), mode(3))) }
+		op = func() string {
+			return s.value(x.GetForUpdate(bg, txnlock.DefaultColumnFamily, []byte(arg(2)), mode(3)))
+		}
 	case "put":
-		op = func() string { return s.result(x.Put(bg, nil, []byte(arg(2)), []byte(arg(3)))) }
+		op = func() string { return s.result(x.Put(bg, txnlock.DefaultColumnFamily, []byte(arg(2)), []byte(arg(3)))) }
 	case "delete":
-		op = func() string { return s.result(x.Delete(bg, nil, []byte(arg(2)))) }
+		op = func() string { return s.result(x.Delete(bg, txnlock.DefaultColumnFamily, []byte(arg(2)))) }
 	case "scan", "scanfu":
 		r := rng()
 		var m txnlock.Mode
@@ -163,9 +165,9 @@ func (s *scenario) run(d *datadriven.TestData) string {
 			fn := func(k, v []byte) bool { kv = append(kv, string(k)+"="+string(v)); return true }
 			var err error
 			if d.Cmd == "scan" {
-				err = x.Scan(nil, r, fn)
+				err = x.Scan(txnlock.DefaultColumnFamily, r, fn)
 			} else {
-				err = x.ScanForUpdate(bg, nil, r, m, fn)
+				err = x.ScanForUpdate(bg, txnlock.DefaultColumnFamily, r, m, fn)
 			}
 			if err != nil {
 				return s.result(err)
@@ -174,7 +176,7 @@ func (s *scenario) run(d *datadriven.TestData) string {
 		}
 	case "lockrange":
 		r, m := rng(), mode(4)
-		op = func() string { return s.result(x.LockRange(bg, nil, r, m)) }
+		op = func() string { return s.result(x.LockRange(bg, txnlock.DefaultColumnFamily, r, m)) }
 	case "commit":
 		op = func() string { return s.result(x.Commit()) }
 	case "rollback":

@@ -38,16 +38,16 @@ func (s *Snapshot) check(op string) error {
 	return nil
 }
 
-// Get returns the value of key in cf (nil: default) in the snapshot.
-func (s *Snapshot) Get(cf *ColumnFamily, key []byte) (value []byte, found bool, err error) {
+// Get returns the value of key in cf in the snapshot.
+func (s *Snapshot) Get(cf txnlock.ColumnFamily, key []byte) (value []byte, found bool, err error) {
 	if err := s.check("snapshot get"); err != nil {
 		return nil, false, err
 	}
-	if cf, err = s.db.resolve(cf); err != nil {
+	if err := s.db.checkCF("snapshot get", 0, cf); err != nil {
 		return nil, false, err
 	}
 	defer s.db.recoverPebble("snapshot get", 0, &err)
-	v, closer, err := s.snap.Get(appendKey(nil, cf.prefix, key))
+	v, closer, err := s.snap.Get(appendKey(nil, cf, key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -60,19 +60,18 @@ func (s *Snapshot) Get(cf *ColumnFamily, key []byte) (value []byte, found bool, 
 
 // Scan calls fn for every key of r in cf in ascending order until fn
 // returns false. key and value are valid only during the call.
-func (s *Snapshot) Scan(cf *ColumnFamily, r txnlock.Range, fn func(key, value []byte) bool) (err error) {
+func (s *Snapshot) Scan(cf txnlock.ColumnFamily, r txnlock.Range, fn func(key, value []byte) bool) (err error) {
 	if err := s.check("snapshot scan"); err != nil {
 		return err
 	}
 	if !r.Valid() {
-		return txnlock.ErrInvalidRange
+		return &txnError{op: "snapshot scan", err: txnlock.ErrInvalidRange}
 	}
-	cf, err = s.db.resolve(cf)
-	if err != nil {
+	if err := s.db.checkCF("snapshot scan", 0, cf); err != nil {
 		return err
 	}
 	defer s.db.recoverPebble("snapshot scan", 0, &err)
-	lower, upper := bounds(uint32(cf.id), r)
+	lower, upper := bounds(cf, r)
 	it, err := s.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return storageErr("snapshot scan", 0, err)
@@ -90,18 +89,18 @@ func (s *Snapshot) Close() (err error) {
 }
 
 // Last returns the greatest key of r in cf and its value, if any.
-func (s *Snapshot) Last(cf *ColumnFamily, r txnlock.Range) (key, value []byte, found bool, err error) {
+func (s *Snapshot) Last(cf txnlock.ColumnFamily, r txnlock.Range) (key, value []byte, found bool, err error) {
 	if err := s.check("snapshot last"); err != nil {
 		return nil, nil, false, err
 	}
 	if !r.Valid() {
-		return nil, nil, false, txnlock.ErrInvalidRange
+		return nil, nil, false, &txnError{op: "snapshot last", err: txnlock.ErrInvalidRange}
 	}
-	if cf, err = s.db.resolve(cf); err != nil {
+	if err := s.db.checkCF("snapshot last", 0, cf); err != nil {
 		return nil, nil, false, err
 	}
 	defer s.db.recoverPebble("snapshot last", 0, &err)
-	lower, upper := bounds(uint32(cf.id), r)
+	lower, upper := bounds(cf, r)
 	it, err := s.snap.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return nil, nil, false, storageErr("snapshot last", 0, err)

@@ -106,19 +106,19 @@ func (t *Txn) check(op string) error {
 
 // key returns the Pebble key of k in cf, in a buffer reused by the next
 // call.
-func (t *Txn) key(cf *ColumnFamily, k []byte) []byte {
-	t.keyBuf = appendKey(t.keyBuf[:0], cf.prefix, k)
+func (t *Txn) key(cf txnlock.ColumnFamily, k []byte) []byte {
+	t.keyBuf = appendKey(t.keyBuf[:0], cf, k)
 	return t.keyBuf
 }
 
-// Get returns the value of key in cf (nil: the default column family) as
+// Get returns the value of key in column family cf as
 // the transaction sees it, without locking: its own write if it made one,
 // else the latest committed value. found is false if there is none.
-func (t *Txn) Get(cf *ColumnFamily, key []byte) (value []byte, found bool, err error) {
+func (t *Txn) Get(cf txnlock.ColumnFamily, key []byte) (value []byte, found bool, err error) {
 	if err := t.check("get"); err != nil {
 		return nil, false, err
 	}
-	if cf, err = t.db.resolve(cf); err != nil {
+	if err := t.db.checkCF("get", t.id, cf); err != nil {
 		return nil, false, err
 	}
 	return t.getLocked(cf, key)
@@ -126,7 +126,7 @@ func (t *Txn) Get(cf *ColumnFamily, key []byte) (value []byte, found bool, err e
 
 // getLocked reads through the batch (no transaction lock needed; the name
 // says the caller has validated the transaction).
-func (t *Txn) getLocked(cf *ColumnFamily, key []byte) (_ []byte, _ bool, err error) {
+func (t *Txn) getLocked(cf txnlock.ColumnFamily, key []byte) (_ []byte, _ bool, err error) {
 	t.db.mu.RLock()
 	defer t.db.mu.RUnlock()
 	if err := t.db.checkOpenLocked("get", t.id); err != nil {
@@ -149,17 +149,16 @@ func (t *Txn) getLocked(cf *ColumnFamily, key []byte) (_ []byte, _ bool, err err
 // or not the key exists, so an absent key stays absent until the
 // transaction ends. On a lock failure nothing is read and the error is the
 // manager's (errors.Is works against txnlock's sentinels).
-func (t *Txn) GetForUpdate(ctx context.Context, cf *ColumnFamily, key []byte, mode txnlock.Mode) (value []byte, found bool, err error) {
+func (t *Txn) GetForUpdate(ctx context.Context, cf txnlock.ColumnFamily, key []byte, mode txnlock.Mode) (value []byte, found bool, err error) {
 	if err := t.Lock(ctx, cf, key, mode); err != nil {
 		return nil, false, err
 	}
-	cf, _ = t.db.resolve(cf)
 	return t.getLocked(cf, key)
 }
 
 // Put locks key exclusively and sets it to value in the transaction's
 // batch.
-func (t *Txn) Put(ctx context.Context, cf *ColumnFamily, key, value []byte) error {
+func (t *Txn) Put(ctx context.Context, cf txnlock.ColumnFamily, key, value []byte) error {
 	if err := t.Lock(ctx, cf, key, txnlock.Exclusive); err != nil {
 		return err
 	}
@@ -167,7 +166,7 @@ func (t *Txn) Put(ctx context.Context, cf *ColumnFamily, key, value []byte) erro
 }
 
 // Delete locks key exclusively and deletes it in the transaction's batch.
-func (t *Txn) Delete(ctx context.Context, cf *ColumnFamily, key []byte) error {
+func (t *Txn) Delete(ctx context.Context, cf txnlock.ColumnFamily, key []byte) error {
 	if err := t.Lock(ctx, cf, key, txnlock.Exclusive); err != nil {
 		return err
 	}
@@ -178,24 +177,22 @@ func (t *Txn) Delete(ctx context.Context, cf *ColumnFamily, key []byte) error {
 // protects by other means (MyRocks writes secondary-index entries this way
 // under point locking: the primary-key lock guards the row). Untracked
 // writes to keys that other transactions write concurrently lose updates.
-func (t *Txn) PutUntracked(cf *ColumnFamily, key, value []byte) error {
+func (t *Txn) PutUntracked(cf txnlock.ColumnFamily, key, value []byte) error {
 	if err := t.check("put"); err != nil {
 		return err
 	}
-	cf, err := t.db.resolve(cf)
-	if err != nil {
+	if err := t.db.checkCF("put", t.id, cf); err != nil {
 		return err
 	}
 	return t.batch.Set(t.key(cf, key), value, nil)
 }
 
 // DeleteUntracked deletes key without locking it; see PutUntracked.
-func (t *Txn) DeleteUntracked(cf *ColumnFamily, key []byte) error {
+func (t *Txn) DeleteUntracked(cf txnlock.ColumnFamily, key []byte) error {
 	if err := t.check("delete"); err != nil {
 		return err
 	}
-	cf, err := t.db.resolve(cf)
-	if err != nil {
+	if err := t.db.checkCF("delete", t.id, cf); err != nil {
 		return err
 	}
 	return t.batch.Delete(t.key(cf, key), nil)

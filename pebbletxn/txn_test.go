@@ -15,14 +15,14 @@ func TestReadYourWrites(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			e := openMem(t, kind)
 			t1, t2 := begin(t, e.db), begin(t, e.db)
-			require.NoError(t, t1.Put(bg, nil, []byte("a"), []byte("1")))
-			require.NoError(t, t1.Put(bg, nil, []byte("b"), []byte("2")))
+			require.NoError(t, t1.Put(bg, txnlock.DefaultColumnFamily, []byte("a"), []byte("1")))
+			require.NoError(t, t1.Put(bg, txnlock.DefaultColumnFamily, []byte("b"), []byte("2")))
 			require.Equal(t, "1", get(t, t1, "a"), "own write visible")
 			require.Equal(t, "<none>", get(t, t2, "a"), "uncommitted write invisible to others")
-			require.NoError(t, t1.Delete(bg, nil, []byte("b")))
+			require.NoError(t, t1.Delete(bg, txnlock.DefaultColumnFamily, []byte("b")))
 			require.Equal(t, "<none>", get(t, t1, "b"), "own delete visible")
 			var seen []string
-			require.NoError(t, t1.Scan(nil, txnlock.All(), func(k, v []byte) bool {
+			require.NoError(t, t1.Scan(txnlock.DefaultColumnFamily, txnlock.All(), func(k, v []byte) bool {
 				seen = append(seen, string(k)+"="+string(v))
 				return true
 			}))
@@ -40,18 +40,18 @@ func TestRollbackDiscards(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			e := openMem(t, kind)
 			t0 := begin(t, e.db)
-			require.NoError(t, t0.Put(bg, nil, []byte("a"), []byte("old")))
+			require.NoError(t, t0.Put(bg, txnlock.DefaultColumnFamily, []byte("a"), []byte("old")))
 			require.NoError(t, t0.Commit())
 			t1 := begin(t, e.db)
-			require.NoError(t, t1.Put(bg, nil, []byte("a"), []byte("new")))
-			require.NoError(t, t1.Put(bg, nil, []byte("c"), []byte("x")))
+			require.NoError(t, t1.Put(bg, txnlock.DefaultColumnFamily, []byte("a"), []byte("new")))
+			require.NoError(t, t1.Put(bg, txnlock.DefaultColumnFamily, []byte("c"), []byte("x")))
 			require.NoError(t, t1.Rollback())
 			t2 := begin(t, e.db)
 			require.Equal(t, "old", get(t, t2, "a"))
 			require.Equal(t, "<none>", get(t, t2, "c"))
 			// Rollback released the locks: t2 can take them at once.
 			t2.timeout = txnlock.NoWait
-			require.NoError(t, t2.Put(bg, nil, []byte("a"), []byte("t2")))
+			require.NoError(t, t2.Put(bg, txnlock.DefaultColumnFamily, []byte("a"), []byte("t2")))
 			require.NoError(t, t2.Commit())
 			require.Empty(t, e.mgr.Status().Locks)
 		})
@@ -65,7 +65,7 @@ func TestGetForUpdateWaitsForHolder(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			e := openMem(t, kind)
 			t1, t2 := begin(t, e.db), begin(t, e.db)
-			_, _, err := t1.GetForUpdate(bg, nil, []byte("k"), txnlock.Exclusive)
+			_, _, err := t1.GetForUpdate(bg, txnlock.DefaultColumnFamily, []byte("k"), txnlock.Exclusive)
 			require.NoError(t, err)
 			type result struct {
 				v   string
@@ -73,12 +73,12 @@ func TestGetForUpdateWaitsForHolder(t *testing.T) {
 			}
 			done := make(chan result, 1)
 			go func() {
-				v, _, err := t2.GetForUpdate(bg, nil, []byte("k"), txnlock.Exclusive)
+				v, _, err := t2.GetForUpdate(bg, txnlock.DefaultColumnFamily, []byte("k"), txnlock.Exclusive)
 				done <- result{string(v), err}
 			}()
 			w := waitForWaiter(t, e.mgr, t2.ID())
 			require.Equal(t, []txnlock.TxnID{t1.ID()}, w.Blockers)
-			require.NoError(t, t1.Put(bg, nil, []byte("k"), []byte("from t1")))
+			require.NoError(t, t1.Put(bg, txnlock.DefaultColumnFamily, []byte("k"), []byte("from t1")))
 			require.NoError(t, t1.Commit())
 			r := <-done
 			require.NoError(t, r.err)
@@ -93,15 +93,15 @@ func TestGetForUpdateShared(t *testing.T) {
 	e := openMem(t, kindPoint)
 	t1, t2, t3 := begin(t, e.db), begin(t, e.db), begin(t, e.db)
 	for _, txn := range []*Txn{t1, t2} {
-		_, _, err := txn.GetForUpdate(bg, nil, []byte("k"), txnlock.Shared)
+		_, _, err := txn.GetForUpdate(bg, txnlock.DefaultColumnFamily, []byte("k"), txnlock.Shared)
 		require.NoError(t, err)
 	}
 	t3.timeout = txnlock.NoWait
-	_, _, err := t3.GetForUpdate(bg, nil, []byte("k"), txnlock.Exclusive)
+	_, _, err := t3.GetForUpdate(bg, txnlock.DefaultColumnFamily, []byte("k"), txnlock.Exclusive)
 	require.ErrorIs(t, err, txnlock.ErrLockTimeout)
 	require.NoError(t, t1.Commit())
 	require.NoError(t, t2.Rollback())
-	_, _, err = t3.GetForUpdate(bg, nil, []byte("k"), txnlock.Exclusive)
+	_, _, err = t3.GetForUpdate(bg, txnlock.DefaultColumnFamily, []byte("k"), txnlock.Exclusive)
 	require.NoError(t, err)
 }
 
@@ -117,14 +117,26 @@ func TestLockRequestsDedup(t *testing.T) {
 				do   func() error
 				want int
 			}{
-				{func() error { _, _, err := txn.GetForUpdate(bg, nil, k, txnlock.Shared); return err }, 1},
-				{func() error { _, _, err := txn.GetForUpdate(bg, nil, k, txnlock.Shared); return err }, 1},
-				{func() error { _, _, err := txn.GetForUpdate(bg, nil, k, txnlock.Exclusive); return err }, 2}, // upgrade
-				{func() error { return txn.Put(bg, nil, k, []byte("v")) }, 2},
-				{func() error { return txn.Delete(bg, nil, k) }, 2},
-				{func() error { _, _, err := txn.GetForUpdate(bg, nil, k, txnlock.Shared); return err }, 2},
-				{func() error { return txn.Put(bg, nil, []byte("other"), nil) }, 3},
-				{func() error { return txn.PutUntracked(nil, []byte("untracked"), nil) }, 3},
+				{func() error {
+					_, _, err := txn.GetForUpdate(bg, txnlock.DefaultColumnFamily, k, txnlock.Shared)
+					return err
+				}, 1},
+				{func() error {
+					_, _, err := txn.GetForUpdate(bg, txnlock.DefaultColumnFamily, k, txnlock.Shared)
+					return err
+				}, 1},
+				{func() error {
+					_, _, err := txn.GetForUpdate(bg, txnlock.DefaultColumnFamily, k, txnlock.Exclusive)
+					return err
+				}, 2}, // upgrade
+				{func() error { return txn.Put(bg, txnlock.DefaultColumnFamily, k, []byte("v")) }, 2},
+				{func() error { return txn.Delete(bg, txnlock.DefaultColumnFamily, k) }, 2},
+				{func() error {
+					_, _, err := txn.GetForUpdate(bg, txnlock.DefaultColumnFamily, k, txnlock.Shared)
+					return err
+				}, 2},
+				{func() error { return txn.Put(bg, txnlock.DefaultColumnFamily, []byte("other"), nil) }, 3},
+				{func() error { return txn.PutUntracked(txnlock.DefaultColumnFamily, []byte("untracked"), nil) }, 3},
 			}
 			for i, s := range steps {
 				require.NoError(t, s.do(), "step %d", i)
@@ -132,11 +144,11 @@ func TestLockRequestsDedup(t *testing.T) {
 			}
 			if kind == kindRange {
 				r, _ := txnlock.Inclusive([]byte("m"), []byte("p"))
-				require.NoError(t, txn.LockRange(bg, nil, r, txnlock.Exclusive))
+				require.NoError(t, txn.LockRange(bg, txnlock.DefaultColumnFamily, r, txnlock.Exclusive))
 				require.Equal(t, 4, txn.LockRequests())
-				require.NoError(t, txn.Put(bg, nil, []byte("n"), nil), "inside the held range")
+				require.NoError(t, txn.Put(bg, txnlock.DefaultColumnFamily, []byte("n"), nil), "inside the held range")
 				sub, _ := txnlock.Inclusive([]byte("n"), []byte("o"))
-				require.NoError(t, txn.LockRange(bg, nil, sub, txnlock.Shared))
+				require.NoError(t, txn.LockRange(bg, txnlock.DefaultColumnFamily, sub, txnlock.Shared))
 				require.Equal(t, 4, txn.LockRequests())
 			}
 			require.NoError(t, txn.Commit())
@@ -154,13 +166,13 @@ func TestScanForUpdatePhantoms(t *testing.T) {
 			e := openMem(t, kind)
 			t0 := begin(t, e.db)
 			for _, k := range []string{"a", "c", "e"} {
-				require.NoError(t, t0.Put(bg, nil, []byte(k), []byte(k)))
+				require.NoError(t, t0.Put(bg, txnlock.DefaultColumnFamily, []byte(k), []byte(k)))
 			}
 			require.NoError(t, t0.Commit())
 			scan := func(txn *Txn) []string {
 				var keys []string
 				r, _ := txnlock.Inclusive([]byte("a"), []byte("e"))
-				require.NoError(t, txn.ScanForUpdate(bg, nil, r, txnlock.Exclusive, func(k, _ []byte) bool {
+				require.NoError(t, txn.ScanForUpdate(bg, txnlock.DefaultColumnFamily, r, txnlock.Exclusive, func(k, _ []byte) bool {
 					keys = append(keys, string(k))
 					return true
 				}))
@@ -170,7 +182,7 @@ func TestScanForUpdatePhantoms(t *testing.T) {
 			require.Equal(t, []string{"a", "c", "e"}, scan(t1))
 			if kind == kindPoint {
 				t2.timeout = txnlock.NoWait
-				require.NoError(t, t2.Put(bg, nil, []byte("b"), []byte("b")), "point locking: the gap is free")
+				require.NoError(t, t2.Put(bg, txnlock.DefaultColumnFamily, []byte("b"), []byte("b")), "point locking: the gap is free")
 				require.NoError(t, t2.Commit())
 				require.Equal(t, []string{"a", "b", "c", "e"}, scan(t1), "phantom")
 				require.NoError(t, t1.Commit())
@@ -178,7 +190,7 @@ func TestScanForUpdatePhantoms(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() {
-				err := t2.Put(bg, nil, []byte("b"), []byte("b"))
+				err := t2.Put(bg, txnlock.DefaultColumnFamily, []byte("b"), []byte("b"))
 				if err == nil {
 					err = t2.Commit()
 				}
@@ -195,14 +207,21 @@ func TestScanForUpdatePhantoms(t *testing.T) {
 
 func TestColumnFamilies(t *testing.T) {
 	e := openMem(t, kindPoint)
-	a, err := e.db.ColumnFamily("a")
+	a, err := e.db.CreateColumnFamily("a")
 	require.NoError(t, err)
-	again, err := e.db.ColumnFamily("a")
+	again, err := e.db.CreateColumnFamily("a")
 	require.NoError(t, err)
-	require.Same(t, a, again)
-	b, err := e.db.ColumnFamily("b")
+	require.Equal(t, a, again)
+	b, err := e.db.CreateColumnFamily("b")
 	require.NoError(t, err)
-	require.NotEqual(t, a.ID(), b.ID())
+	require.NotEqual(t, a, b)
+	require.NotEqual(t, txnlock.DefaultColumnFamily, a)
+	got, ok := e.db.ColumnFamily("b")
+	require.True(t, ok)
+	require.Equal(t, b, got)
+	_, ok = e.db.ColumnFamily("c")
+	require.False(t, ok)
+	require.Equal(t, map[string]txnlock.ColumnFamily{DefaultColumnFamilyName: txnlock.DefaultColumnFamily, "a": a, "b": b}, e.db.ColumnFamilies())
 	t1, t2 := begin(t, e.db), begin(t, e.db)
 	require.NoError(t, t1.Put(bg, a, []byte("k"), []byte("in a")))
 	t2.timeout = txnlock.NoWait
@@ -211,7 +230,7 @@ func TestColumnFamilies(t *testing.T) {
 	require.NoError(t, t1.Commit())
 	require.NoError(t, t2.Commit())
 	t3 := begin(t, e.db)
-	for cf, want := range map[*ColumnFamily]string{a: "in a", b: "in b", nil: "<none>"} {
+	for cf, want := range map[txnlock.ColumnFamily]string{a: "in a", b: "in b", txnlock.DefaultColumnFamily: "<none>"} {
 		v, found, err := t3.Get(cf, []byte("k"))
 		require.NoError(t, err)
 		got := "<none>"
@@ -224,11 +243,22 @@ func TestColumnFamilies(t *testing.T) {
 	n := 0
 	require.NoError(t, t3.Scan(a, txnlock.All(), func(_, _ []byte) bool { n++; return true }))
 	require.Equal(t, 1, n)
-	_, err = e.db.ColumnFamily("")
+	_, err = e.db.CreateColumnFamily("")
 	require.ErrorIs(t, err, ErrColumnFamilyName)
-	other := openMem(t, kindPoint)
-	_, _, err = t3.Get(other.db.DefaultColumnFamily(), []byte("k"))
+	require.ErrorContains(t, err, "pebbletxn: create column family: invalid column family name")
+	_, _, err = t3.Get(b+1, []byte("k"))
 	require.ErrorIs(t, err, txnlock.ErrUnknownColumnFamily)
+	require.EqualError(t, err, fmt.Sprintf("pebbletxn: get %v: unknown column family: %v", t3.ID(), b+1))
+	require.ErrorIs(t, t3.Put(bg, -1, []byte("k"), nil), txnlock.ErrUnknownColumnFamily)
+	require.ErrorIs(t, t3.Lock(bg, b+1, []byte("k"), txnlock.Shared), txnlock.ErrUnknownColumnFamily)
+	snap, err := e.db.NewSnapshot()
+	require.NoError(t, err)
+	defer snap.Close()
+	_, _, err = snap.Get(b+1, []byte("k"))
+	require.ErrorIs(t, err, txnlock.ErrUnknownColumnFamily)
+	wb := e.db.NewWriteBatch()
+	defer wb.Close()
+	require.ErrorIs(t, wb.Put(b+1, []byte("k"), nil), txnlock.ErrUnknownColumnFamily)
 }
 
 func TestBadInput(t *testing.T) {
@@ -242,21 +272,34 @@ func TestBadInput(t *testing.T) {
 	_, err = e.db.Begin(&TxnOptions{Durability: 9})
 	require.ErrorIs(t, err, txnlock.ErrInvalidOptions)
 	txn := begin(t, e.db)
-	require.ErrorIs(t, txn.Lock(bg, nil, []byte("k"), 0), txnlock.ErrInvalidMode)
+	require.ErrorIs(t, txn.Lock(bg, txnlock.DefaultColumnFamily, []byte("k"), 0), txnlock.ErrInvalidMode)
 	r, _ := txnlock.Inclusive([]byte("a"), []byte("b"))
-	require.ErrorIs(t, txn.LockRange(bg, nil, r, txnlock.Exclusive), txnlock.ErrRangeNotSupported)
-	require.ErrorIs(t, txn.LockRange(bg, nil, txnlock.Range{}, txnlock.Exclusive), txnlock.ErrInvalidRange)
-	require.ErrorIs(t, txn.Unlock(nil, []byte("never")), txnlock.ErrNotHeld)
+	require.ErrorIs(t, txn.LockRange(bg, txnlock.DefaultColumnFamily, r, txnlock.Exclusive), txnlock.ErrRangeNotSupported)
+	require.ErrorIs(t, txn.LockRange(bg, txnlock.DefaultColumnFamily, txnlock.Range{}, txnlock.Exclusive), txnlock.ErrInvalidRange)
+	require.ErrorIs(t, txn.Unlock(txnlock.DefaultColumnFamily, []byte("never")), txnlock.ErrNotHeld)
 	require.Zero(t, txn.LockRequests())
+	snap, err := e.db.NewSnapshot()
+	require.NoError(t, err)
+	err = snap.Scan(txnlock.DefaultColumnFamily, txnlock.Range{}, nil)
+	require.ErrorIs(t, err, txnlock.ErrInvalidRange)
+	require.EqualError(t, err, "pebbletxn: snapshot scan: invalid range", "operation first")
+	_, _, _, err = snap.Last(txnlock.DefaultColumnFamily, txnlock.Range{})
+	require.EqualError(t, err, "pebbletxn: snapshot last: invalid range", "operation first")
+	require.NoError(t, snap.Close())
 	require.NoError(t, txn.Commit())
 
 	ops := map[string]func(*Txn) error{
-		"get":      func(x *Txn) error { _, _, err := x.Get(nil, []byte("k")); return err },
-		"gfu":      func(x *Txn) error { _, _, err := x.GetForUpdate(bg, nil, []byte("k"), txnlock.Shared); return err },
-		"put":      func(x *Txn) error { return x.Put(bg, nil, []byte("k"), nil) },
-		"delete":   func(x *Txn) error { return x.Delete(bg, nil, []byte("k")) },
-		"scan":     func(x *Txn) error { return x.Scan(nil, txnlock.All(), nil) },
-		"scanfu":   func(x *Txn) error { return x.ScanForUpdate(bg, nil, txnlock.All(), txnlock.Shared, nil) },
+		"get": func(x *Txn) error { _, _, err := x.Get(txnlock.DefaultColumnFamily, []byte("k")); return err },
+		"gfu": func(x *Txn) error {
+			_, _, err := x.GetForUpdate(bg, txnlock.DefaultColumnFamily, []byte("k"), txnlock.Shared)
+			return err
+		},
+		"put":    func(x *Txn) error { return x.Put(bg, txnlock.DefaultColumnFamily, []byte("k"), nil) },
+		"delete": func(x *Txn) error { return x.Delete(bg, txnlock.DefaultColumnFamily, []byte("k")) },
+		"scan":   func(x *Txn) error { return x.Scan(txnlock.DefaultColumnFamily, txnlock.All(), nil) },
+		"scanfu": func(x *Txn) error {
+			return x.ScanForUpdate(bg, txnlock.DefaultColumnFamily, txnlock.All(), txnlock.Shared, nil)
+		},
 		"commit":   func(x *Txn) error { return x.Commit() },
 		"rollback": func(x *Txn) error { return x.Rollback() },
 	}
@@ -273,16 +316,16 @@ func TestBadInput(t *testing.T) {
 func TestClosedDB(t *testing.T) {
 	e := openMem(t, kindPoint)
 	open := begin(t, e.db)
-	require.NoError(t, open.Put(bg, nil, []byte("k"), []byte("v")))
+	require.NoError(t, open.Put(bg, txnlock.DefaultColumnFamily, []byte("k"), []byte("v")))
 	require.NotEmpty(t, e.mgr.Status().Locks)
 	require.NoError(t, e.db.Close())
 	require.Empty(t, e.mgr.Status().Locks, "Close released the open transaction's locks")
 	_, err := e.db.Begin(nil)
 	require.ErrorIs(t, err, ErrClosed)
 	require.ErrorIs(t, err, txnlock.ErrClosed)
-	_, _, err = open.Get(nil, []byte("k"))
+	_, _, err = open.Get(txnlock.DefaultColumnFamily, []byte("k"))
 	require.ErrorIs(t, err, ErrClosed)
-	require.ErrorIs(t, open.Put(bg, nil, []byte("j"), nil), ErrClosed)
+	require.ErrorIs(t, open.Put(bg, txnlock.DefaultColumnFamily, []byte("j"), nil), ErrClosed)
 	require.ErrorIs(t, open.Commit(), ErrClosed)
 	require.ErrorIs(t, e.db.Close(), ErrClosed)
 	_, err = e.db.NewSnapshot()
@@ -299,11 +342,11 @@ func TestLockWaitCanceled(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			e := openMem(t, kind)
 			t1, t2 := begin(t, e.db), begin(t, e.db)
-			require.NoError(t, t1.Put(bg, nil, []byte("k"), []byte("1")))
-			require.NoError(t, t2.Put(bg, nil, []byte("j"), []byte("2")))
+			require.NoError(t, t1.Put(bg, txnlock.DefaultColumnFamily, []byte("k"), []byte("1")))
+			require.NoError(t, t2.Put(bg, txnlock.DefaultColumnFamily, []byte("j"), []byte("2")))
 			ctx, cancel := context.WithCancel(bg)
 			done := make(chan error, 1)
-			go func() { done <- t2.Put(ctx, nil, []byte("k"), []byte("2")) }()
+			go func() { done <- t2.Put(ctx, txnlock.DefaultColumnFamily, []byte("k"), []byte("2")) }()
 			waitForWaiter(t, e.mgr, t2.ID())
 			cancel()
 			require.ErrorIs(t, <-done, context.Canceled)
@@ -329,10 +372,10 @@ func TestCloseWhileWaiting(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			e := openMem(t, kind)
 			t1, t2 := begin(t, e.db), begin(t, e.db)
-			require.NoError(t, t1.Put(bg, nil, []byte("k"), []byte("1")))
-			require.NoError(t, t2.Put(bg, nil, []byte("j"), []byte("2")))
+			require.NoError(t, t1.Put(bg, txnlock.DefaultColumnFamily, []byte("k"), []byte("1")))
+			require.NoError(t, t2.Put(bg, txnlock.DefaultColumnFamily, []byte("j"), []byte("2")))
 			done := make(chan error, 1)
-			go func() { done <- t2.Put(bg, nil, []byte("k"), []byte("2")) }()
+			go func() { done <- t2.Put(bg, txnlock.DefaultColumnFamily, []byte("k"), []byte("2")) }()
 			waitForWaiter(t, e.mgr, t2.ID())
 			require.NoError(t, e.db.Close())
 			require.ErrorIs(t, <-done, ErrClosed)

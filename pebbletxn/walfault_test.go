@@ -64,7 +64,7 @@ func walFailureRound(t *testing.T, round int) (fatals, ackedN int) {
 	db := open(errorfs.Wrap(inner, inj))
 	init := begin(t, db)
 	for i := range plAccounts {
-		require.NoError(t, init.Put(bg, nil, acct(i), []byte(strconv.Itoa(plInitial))))
+		require.NoError(t, init.Put(bg, txnlock.DefaultColumnFamily, acct(i), []byte(strconv.Itoa(plInitial))))
 	}
 	require.NoError(t, init.Commit())
 
@@ -124,7 +124,7 @@ func walFailureRound(t *testing.T, round int) (fatals, ackedN int) {
 	total := accountsTotal(t, txn)
 	require.Equal(t, plAccounts*plInitial, total, "round %d", round)
 	for _, s := range acked {
-		_, found, err := txn.Get(nil, binary.BigEndian.AppendUint64([]byte("log/"), s))
+		_, found, err := txn.Get(txnlock.DefaultColumnFamily, binary.BigEndian.AppendUint64([]byte("log/"), s))
 		require.NoError(t, err)
 		require.True(t, found, "round %d: acknowledged commit %d lost", round, s)
 	}

@@ -1,6 +1,9 @@
 package pebbletxn
 
-import "github.com/cockroachdb/pebble/v2"
+import (
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/txnlock/txnlock"
+)
 
 // WriteBatch writes without transactions or locks, for bulk loads into
 // data no transaction uses yet (RocksDB's writes through GetBaseDB). Its
@@ -16,16 +19,15 @@ func (db *DB) NewWriteBatch() *WriteBatch {
 	return &WriteBatch{db: db, batch: db.pdb.NewBatch()}
 }
 
-// Put sets key in cf (nil: default) to value.
-func (w *WriteBatch) Put(cf *ColumnFamily, key, value []byte) error {
+// Put sets key in cf to value.
+func (w *WriteBatch) Put(cf txnlock.ColumnFamily, key, value []byte) error {
 	if w.batch == nil {
 		return &txnError{op: "write batch put", err: ErrClosed}
 	}
-	cf, err := w.db.resolve(cf)
-	if err != nil {
+	if err := w.db.checkCF("write batch put", 0, cf); err != nil {
 		return err
 	}
-	w.key = appendKey(w.key[:0], cf.prefix, key)
+	w.key = appendKey(w.key[:0], cf, key)
 	return w.batch.Set(w.key, value, nil)
 }
 

@@ -23,7 +23,7 @@ type DB struct {
 	closer []func() error // what Open made, closed in reverse order
 	tables []*table       // index 0 unused: tables are 1..N
 	// lockCF is where table and AUTO-INC locks live (default CF).
-	lockCF *pebbletxn.ColumnFamily
+	lockCF txnlock.ColumnFamily
 	closed atomic.Bool
 }
 
@@ -31,7 +31,8 @@ type DB struct {
 // counter.
 type table struct {
 	n        int
-	pk, sk   *pebbletxn.ColumnFamily // sk nil when NoSK
+	pk, sk   txnlock.ColumnFamily
+	hasSK    bool // false with NoSK: no k_1 entries
 	pkPrefix []byte
 	skPrefix []byte
 	tableKey []byte // table lock key
@@ -90,7 +91,7 @@ func Open(opts Options) (*DB, error) {
 	db.tdb = tdb
 	db.pdb = tdb.Pebble()
 	db.closer = append(db.closer, tdb.Close)
-	db.lockCF = tdb.DefaultColumnFamily()
+	db.lockCF = txnlock.DefaultColumnFamily
 	db.tables = make([]*table, opts.Tables+1)
 	for n := 1; n <= opts.Tables; n++ {
 		if db.tables[n], err = db.openTable(n); err != nil {
@@ -112,23 +113,21 @@ func (db *DB) openTable(n int) (*table, error) {
 	var err error
 	switch db.opts.Layout {
 	case LayoutShared:
-		t.pk = db.tdb.DefaultColumnFamily()
+		t.pk = txnlock.DefaultColumnFamily
 		t.sk = t.pk
 	case LayoutPerTable:
-		t.pk, err = db.tdb.ColumnFamily(fmt.Sprintf("sbtest%d", n))
+		t.pk, err = db.tdb.CreateColumnFamily(fmt.Sprintf("sbtest%d", n))
 		t.sk = t.pk
 	case LayoutPerIndex:
-		t.pk, err = db.tdb.ColumnFamily(fmt.Sprintf("sbtest%d.PRIMARY", n))
+		t.pk, err = db.tdb.CreateColumnFamily(fmt.Sprintf("sbtest%d.PRIMARY", n))
 		if err == nil && !db.opts.NoSK {
-			t.sk, err = db.tdb.ColumnFamily(fmt.Sprintf("sbtest%d.k_1", n))
+			t.sk, err = db.tdb.CreateColumnFamily(fmt.Sprintf("sbtest%d.k_1", n))
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if db.opts.NoSK {
-		t.sk = nil
-	}
+	t.hasSK = !db.opts.NoSK
 	// Auto-increment starts after the greatest id.
 	snap, err := db.tdb.NewSnapshot()
 	if err != nil {
@@ -151,7 +150,7 @@ func (db *DB) openTable(n int) (*table, error) {
 // table returns table n or ErrUnknownTable.
 func (db *DB) table(n int) (*table, error) {
 	if n < 1 || n >= len(db.tables) {
-		return nil, fmt.Errorf("%w: sbtest%d (tables are 1..%d)", ErrUnknownTable, n, len(db.tables)-1)
+		return nil, &opError{op: fmt.Sprintf("table sbtest%d", n), err: fmt.Errorf("%w (tables are 1..%d)", ErrUnknownTable, len(db.tables)-1)}
 	}
 	return db.tables[n], nil
 }

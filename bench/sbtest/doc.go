@@ -3,6 +3,15 @@
 // the table the benchmarks and the end-to-end tests run real statements
 // against.
 //
+//	db, err := sbtest.Open(sbtest.Options{TableSize: 10000, Lock: sbtest.LockRange}) // in memory
+//	if err != nil { ... }
+//	defer db.Close()
+//	err = db.Prepare(ctx) // sysbench's prepare: rows 1..TableSize
+//	tx := db.Begin()
+//	n, err := tx.UpdateIndex(ctx, 1, 7) // UPDATE sbtest1 SET k=k+1 WHERE id=7: locks, then writes
+//	err = tx.Commit()                   // or tx.Rollback(); either releases the locks
+//	report, err := db.Verify()          // every row and index entry consistent?
+//
 // # Schema and storage
 //
 //	CREATE TABLE sbtestN (id INT PRIMARY KEY, k INT, c CHAR(120), pad CHAR(60),

@@ -2,6 +2,7 @@ package sbtest
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/txnlock/txnlock/pebbletxn"
 )
@@ -25,3 +26,16 @@ var (
 	// an entry without its row, or an undecodable entry.
 	ErrInconsistent = errors.New("sbtest: table inconsistent")
 )
+
+// opError reads operation first, then cause, with one prefix: "sbtest:
+// insert sbtest1 id 5: duplicate key". errors.Is sees the cause.
+type opError struct {
+	op  string
+	err error
+}
+
+func (e *opError) Error() string {
+	return "sbtest: " + e.op + ": " + strings.TrimPrefix(e.err.Error(), "sbtest: ")
+}
+
+func (e *opError) Unwrap() error { return e.err }

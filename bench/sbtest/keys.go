@@ -73,7 +73,7 @@ func encodeRow(r Row) []byte {
 
 func decodeRow(id int64, v []byte) (Row, error) {
 	if len(v) < 9 || len(v) < 9+int(v[8]) {
-		return Row{}, fmt.Errorf("%w: row %d: value of %d bytes", ErrInconsistent, id, len(v))
+		return Row{}, &opError{op: fmt.Sprintf("decode row %d", id), err: fmt.Errorf("%w: value of %d bytes", ErrInconsistent, len(v))}
 	}
 	n := int(v[8])
 	return Row{ID: id, K: readInt(v), C: string(v[9 : 9+n]), Pad: string(v[9+n:])}, nil

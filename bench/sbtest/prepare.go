@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/txnlock/txnlock"
 )
@@ -50,7 +51,7 @@ func (db *DB) Prepare(ctx context.Context) error {
 	for _, t := range db.tables[1:] {
 		_, _, found, err := snap.Last(t.pk, txnlock.Prefix(t.pkPrefix))
 		if err == nil && found {
-			err = fmt.Errorf("%w: sbtest%d", ErrNotEmpty, t.n)
+			err = &opError{op: fmt.Sprintf("prepare sbtest%d", t.n), err: ErrNotEmpty}
 		}
 		if err != nil {
 			snap.Close()
@@ -68,7 +69,7 @@ func (db *DB) Prepare(ctx context.Context) error {
 			if err := wb.Put(t.pk, pkKey(t.pkPrefix, id), encodeRow(r)); err != nil {
 				return err
 			}
-			if t.sk != nil {
+			if t.hasSK {
 				if err := wb.Put(t.sk, skKey(t.skPrefix, r.K, id), nil); err != nil {
 					return err
 				}
@@ -140,10 +141,10 @@ func (db *DB) Verify() (VerifyReport, error) {
 			id := readInt(k[len(t.pkPrefix):])
 			r, err := decodeRow(id, v)
 			if err != nil {
-				problem("sbtest%d: %v", t.n, err)
+				problem("sbtest%d: %v", t.n, strings.TrimPrefix(err.Error(), "sbtest: "))
 				return true
 			}
-			if t.sk != nil {
+			if t.hasSK {
 				want[string(skKey(t.skPrefix, r.K, id))] = struct{}{}
 			}
 			return true
@@ -151,7 +152,7 @@ func (db *DB) Verify() (VerifyReport, error) {
 		if err != nil {
 			return rep, err
 		}
-		if t.sk == nil {
+		if !t.hasSK {
 			continue
 		}
 		err = snap.Scan(t.sk, txnlock.Prefix(t.skPrefix), func(k, v []byte) bool {
@@ -177,7 +178,7 @@ func (db *DB) Verify() (VerifyReport, error) {
 		}
 	}
 	if !rep.OK() {
-		return rep, fmt.Errorf("%w: %v: %v", ErrInconsistent, rep, rep.Problems)
+		return rep, &opError{op: "verify", err: fmt.Errorf("%w: %v: %v", ErrInconsistent, rep, rep.Problems)}
 	}
 	return rep, nil
 }

@@ -101,7 +101,7 @@ func (tx *Tx) lockRow(ctx context.Context, t *table, pk []byte, mode txnlock.Mod
 // untracked (the PK lock guards the row); range locking locks them as
 // single-key ranges, LockPointSK as point locks.
 func (tx *Tx) lockSK(ctx context.Context, t *table, sk []byte) error {
-	if !tx.db.opts.Lock.LocksSK() || t.sk == nil {
+	if !tx.db.opts.Lock.LocksSK() || !t.hasSK {
 		return nil
 	}
 	return tx.txn.Lock(ctx, t.sk, sk, txnlock.Exclusive)
@@ -183,7 +183,7 @@ func (tx *Tx) UpdateIndexBy(ctx context.Context, table int, id, delta int64) (in
 		return 0, err
 	}
 	var oldSK, newSK []byte
-	if t.sk != nil {
+	if t.hasSK {
 		oldSK, newSK = skKey(t.skPrefix, r.K, id), skKey(t.skPrefix, r.K+delta, id)
 		if err := tx.lockSK(ctx, t, oldSK); err != nil {
 			return 0, err
@@ -196,7 +196,7 @@ func (tx *Tx) UpdateIndexBy(ctx context.Context, table int, id, delta int64) (in
 	if err := tx.txn.PutUntracked(t.pk, pk, encodeRow(r)); err != nil {
 		return 0, err
 	}
-	if t.sk != nil && delta != 0 {
+	if t.hasSK && delta != 0 {
 		if err := tx.txn.DeleteUntracked(t.sk, oldSK); err != nil {
 			return 0, err
 		}
@@ -214,7 +214,7 @@ func (tx *Tx) UpdateNonIndex(ctx context.Context, table int, id int64, c string)
 		return 0, tx.err
 	}
 	if len(c) > MaxC {
-		return 0, fmt.Errorf("%w: c has %d bytes (max %d)", ErrValueTooLong, len(c), MaxC)
+		return 0, &opError{op: fmt.Sprintf("update sbtest%d id %d", table, id), err: fmt.Errorf("%w: c has %d bytes (max %d)", ErrValueTooLong, len(c), MaxC)}
 	}
 	t, pk, r, found, err := tx.lockForWrite(ctx, table, id)
 	if err != nil || !found {
@@ -234,7 +234,7 @@ func (tx *Tx) Delete(ctx context.Context, table int, id int64) (int, error) {
 		return 0, err
 	}
 	var sk []byte
-	if t.sk != nil {
+	if t.hasSK {
 		sk = skKey(t.skPrefix, r.K, id)
 		if err := tx.lockSK(ctx, t, sk); err != nil {
 			return 0, err
@@ -243,7 +243,7 @@ func (tx *Tx) Delete(ctx context.Context, table int, id int64) (int, error) {
 	if err := tx.txn.DeleteUntracked(t.pk, pk); err != nil {
 		return 0, err
 	}
-	if t.sk != nil {
+	if t.hasSK {
 		if err := tx.txn.DeleteUntracked(t.sk, sk); err != nil {
 			return 0, err
 		}
@@ -258,7 +258,7 @@ func (tx *Tx) Insert(ctx context.Context, table int, r Row) error {
 	if tx.err != nil {
 		return tx.err
 	}
-	if err := checkLengths(r); err != nil {
+	if err := checkLengths(fmt.Sprintf("insert sbtest%d id %d", table, r.ID), r); err != nil {
 		return err
 	}
 	t, pk, _, found, err := tx.lockForWrite(ctx, table, r.ID)
@@ -266,7 +266,7 @@ func (tx *Tx) Insert(ctx context.Context, table int, r Row) error {
 		return err
 	}
 	if found {
-		return fmt.Errorf("%w: sbtest%d id %d", ErrDuplicateKey, table, r.ID)
+		return &opError{op: fmt.Sprintf("insert sbtest%d id %d", table, r.ID), err: ErrDuplicateKey}
 	}
 	return tx.insertLocked(ctx, t, pk, r)
 }
@@ -275,7 +275,7 @@ func (tx *Tx) Insert(ctx context.Context, table int, r Row) error {
 // found absent.
 func (tx *Tx) insertLocked(ctx context.Context, t *table, pk []byte, r Row) error {
 	var sk []byte
-	if t.sk != nil {
+	if t.hasSK {
 		sk = skKey(t.skPrefix, r.K, r.ID)
 		if err := tx.lockSK(ctx, t, sk); err != nil {
 			return err
@@ -284,18 +284,19 @@ func (tx *Tx) insertLocked(ctx context.Context, t *table, pk []byte, r Row) erro
 	if err := tx.txn.PutUntracked(t.pk, pk, encodeRow(r)); err != nil {
 		return err
 	}
-	if t.sk != nil {
+	if t.hasSK {
 		return tx.txn.PutUntracked(t.sk, sk, nil)
 	}
 	return nil
 }
 
-func checkLengths(r Row) error {
+// checkLengths fails op with ErrValueTooLong if r's c or pad is too long.
+func checkLengths(op string, r Row) error {
 	if len(r.C) > MaxC {
-		return fmt.Errorf("%w: c has %d bytes (max %d)", ErrValueTooLong, len(r.C), MaxC)
+		return &opError{op: op, err: fmt.Errorf("%w: c has %d bytes (max %d)", ErrValueTooLong, len(r.C), MaxC)}
 	}
 	if len(r.Pad) > MaxPad {
-		return fmt.Errorf("%w: pad has %d bytes (max %d)", ErrValueTooLong, len(r.Pad), MaxPad)
+		return &opError{op: op, err: fmt.Errorf("%w: pad has %d bytes (max %d)", ErrValueTooLong, len(r.Pad), MaxPad)}
 	}
 	return nil
 }
@@ -312,7 +313,7 @@ func (tx *Tx) InsertAuto(ctx context.Context, table int, k int64, c, pad string)
 		return 0, err
 	}
 	r := Row{K: k, C: c, Pad: pad}
-	if err := checkLengths(r); err != nil {
+	if err := checkLengths(fmt.Sprintf("insert sbtest%d", table), r); err != nil {
 		return 0, err
 	}
 	switch {

@@ -150,7 +150,7 @@ func (b *bank) open(ctx context.Context) error {
 		return err
 	}
 	for i := range accounts {
-		if err := t.Put(ctx, b.db.DefaultColumnFamily(), account(i), []byte(strconv.Itoa(opening))); err != nil {
+		if err := t.Put(ctx, txnlock.DefaultColumnFamily, account(i), []byte(strconv.Itoa(opening))); err != nil {
 			t.Rollback()
 			return err
 		}
@@ -200,7 +200,7 @@ func (b *bank) transfer(ctx context.Context, from, to, amount int) error {
 	if err != nil {
 		return err
 	}
-	cf := b.db.DefaultColumnFamily()
+	cf := txnlock.DefaultColumnFamily
 	var bal [2]int
 	for i, a := range []int{from, to} {
 		if i == 1 {
@@ -236,7 +236,7 @@ func (b *bank) sum() (int, error) {
 	defer t.Rollback()
 	sum := 0
 	for i := range accounts {
-		v, found, err := t.Get(b.db.DefaultColumnFamily(), account(i))
+		v, found, err := t.Get(txnlock.DefaultColumnFamily, account(i))
 		if err != nil || !found {
 			return 0, fmt.Errorf("account %d: found %t: %v", i, found, err)
 		}

@@ -45,16 +45,17 @@ func run(w io.Writer) error {
 		return err
 	}
 	defer db.Close()
-	users, err := db.ColumnFamily("users") // primary key: id -> email
+	users, err := db.CreateColumnFamily("users") // primary key: id -> email
 	if err != nil {
 		return err
 	}
-	byEmail, err := db.ColumnFamily("users_by_email") // index: email -> id
+	byEmail, err := db.CreateColumnFamily("users_by_email") // index: email -> id
 	if err != nil {
 		return err
 	}
-	for _, cf := range []*pebbletxn.ColumnFamily{db.DefaultColumnFamily(), users, byEmail} {
-		fmt.Fprintf(w, "column family %q is cf %d in the manager\n", cf.Name(), cf.ID())
+	for _, name := range []string{pebbletxn.DefaultColumnFamilyName, "users", "users_by_email"} {
+		cf, _ := db.ColumnFamily(name)
+		fmt.Fprintf(w, "column family %q is %v in the manager\n", name, cf)
 	}
 
 	ctx := context.Background()
@@ -81,8 +82,8 @@ func run(w io.Writer) error {
 	fmt.Fprintf(w, "txn %d's write of key 7 in users conflicts with txn %d: %t\n", t2.ID(), t1.ID(), errors.Is(err, txnlock.ErrLockTimeout))
 	fmt.Fprint(w, m.Status())
 
-	err = m.DropColumnFamily(byEmail.ID())
-	fmt.Fprintf(w, "drop cf %d while locked refused as in use: %t\n", byEmail.ID(), errors.Is(err, txnlock.ErrColumnFamilyInUse))
+	err = m.DropColumnFamily(byEmail)
+	fmt.Fprintf(w, "drop %v while locked refused as in use: %t\n", byEmail, errors.Is(err, txnlock.ErrColumnFamilyInUse))
 	if err := t1.Commit(); err != nil {
 		return err
 	}
