@@ -172,7 +172,7 @@ func (db *DB) TxnDB() *pebbletxn.DB { return db.tdb }
 // caller supplied them. A second Close returns ErrClosed.
 func (db *DB) Close() error {
 	if !db.closed.CompareAndSwap(false, true) {
-		return ErrClosed
+		return &opError{op: "close", err: ErrClosed}
 	}
 	return db.closeAll()
 }

@@ -28,14 +28,19 @@ var (
 )
 
 // opError reads operation first, then cause, with one prefix: "sbtest:
-// insert sbtest1 id 5: duplicate key". errors.Is sees the cause.
+// insert sbtest1 id 5: duplicate key", "sbtest: verify: closed" (the
+// cause's own sbtest or pebbletxn prefix goes). errors.Is sees the cause.
 type opError struct {
 	op  string
 	err error
 }
 
 func (e *opError) Error() string {
-	return "sbtest: " + e.op + ": " + strings.TrimPrefix(e.err.Error(), "sbtest: ")
+	msg := e.err.Error()
+	for _, p := range []string{"sbtest: ", "pebbletxn: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return "sbtest: " + e.op + ": " + msg
 }
 
 func (e *opError) Unwrap() error { return e.err }

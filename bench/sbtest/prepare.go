@@ -42,7 +42,7 @@ const prepareBatch = 1000
 // follow read from sstables, not a huge memtable.
 func (db *DB) Prepare(ctx context.Context) error {
 	if db.closed.Load() {
-		return ErrClosed
+		return &opError{op: "prepare", err: ErrClosed}
 	}
 	snap, err := db.tdb.NewSnapshot()
 	if err != nil {
@@ -118,7 +118,7 @@ const maxProblems = 10
 func (db *DB) Verify() (VerifyReport, error) {
 	var rep VerifyReport
 	if db.closed.Load() {
-		return rep, ErrClosed
+		return rep, &opError{op: "verify", err: ErrClosed}
 	}
 	snap, err := db.tdb.NewSnapshot()
 	if err != nil {

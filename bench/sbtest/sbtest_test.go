@@ -178,8 +178,10 @@ func TestBadInput(t *testing.T) {
 		require.ErrorIs(t, f(db.Begin()), ErrClosed, "%s on a closed DB", name)
 	}
 	require.ErrorIs(t, db.Close(), ErrClosed)
+	require.EqualError(t, db.Close(), "sbtest: close: closed", "operation first, one prefix")
 	_, err = db.Verify()
 	require.ErrorIs(t, err, txnlock.ErrClosed)
+	require.EqualError(t, err, "sbtest: verify: closed")
 	require.ErrorIs(t, db.Prepare(bg), ErrClosed)
 }
 

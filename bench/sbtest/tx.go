@@ -26,7 +26,7 @@ type Tx struct {
 func (db *DB) Begin() *Tx {
 	tx := &Tx{db: db}
 	if db.closed.Load() {
-		tx.err = ErrClosed
+		tx.err = &opError{op: "begin", err: ErrClosed}
 		return tx
 	}
 	tx.txn, tx.err = db.tdb.Begin(nil)
