@@ -1,7 +1,6 @@
 package deadlock
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -232,7 +231,7 @@ func (d *Detector) History() []*txnlock.DeadlockError {
 // Close in txnlock does.
 func (d *Detector) Close() error {
 	if d.closed.Swap(true) {
-		return fmt.Errorf("deadlock: close detector: %w", txnlock.ErrClosed)
+		return &txnlock.LockError{Op: "close detector", Err: txnlock.ErrClosed}
 	}
 	d.closeOnce.Do(func() { close(d.stop) })
 	<-d.done

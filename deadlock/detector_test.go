@@ -77,7 +77,9 @@ func TestCloseTwiceAndOff(t *testing.T) {
 	require.NoError(t, err)
 	_, w2 := twoCycle(d)
 	require.NoError(t, d.Close())
-	require.ErrorIs(t, d.Close(), txnlock.ErrClosed, "a second Close says so, as every Close in txnlock")
+	err = d.Close()
+	require.ErrorIs(t, err, txnlock.ErrClosed, "a second Close says so, as every Close in txnlock")
+	require.EqualError(t, err, "txnlock: close detector: closed")
 	// After Close the waits already in the graph are still searched...
 	require.ErrorIs(t, d.check(w2, w2.Txn()), txnlock.ErrDeadlock)
 	// ...and a new wait is refused: its waiter fails with ErrClosed.
