@@ -48,6 +48,14 @@ func newReportRig(t *testing.T) *reportRig {
 	return r
 }
 
+// manager is the rig's point or range manager.
+func (r *reportRig) manager(kind string) txnlock.Manager {
+	if kind == "range" {
+		return r.ranges
+	}
+	return r.points
+}
+
 // lock takes a lock that is granted at once.
 func (r *reportRig) lock(m txnlock.Manager, txn txnlock.TxnID, rg txnlock.Range, mode txnlock.Mode) {
 	r.t.Helper()
@@ -115,10 +123,7 @@ func TestReportThroughQueue(t *testing.T) {
 	for _, kind := range []string{"point", "range"} {
 		t.Run(kind, func(t *testing.T) {
 			r := newReportRig(t)
-			var m txnlock.Manager = r.points
-			if kind == "range" {
-				m = r.ranges
-			}
+			m := r.manager(kind)
 			r.lock(m, 1, pt("a"), txnlock.Shared)
 			r.lock(m, 3, pt("c"), txnlock.Exclusive)
 			r.wait(m, 2, pt("a"), txnlock.Exclusive)
@@ -142,10 +147,7 @@ func TestReportUpgrade(t *testing.T) {
 	for _, kind := range []string{"point", "range"} {
 		t.Run(kind, func(t *testing.T) {
 			r := newReportRig(t)
-			var m txnlock.Manager = r.points
-			if kind == "range" {
-				m = r.ranges
-			}
+			m := r.manager(kind)
 			r.lock(m, 1, pt("k"), txnlock.Shared)
 			r.lock(m, 2, pt("k"), txnlock.Shared)
 			r.wait(m, 1, pt("k"), txnlock.Exclusive)
