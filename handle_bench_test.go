@@ -14,7 +14,7 @@ import (
 type grantAll struct{ txnlock.Manager }
 
 func (grantAll) Lock(context.Context, txnlock.Request) error { return nil }
-func (grantAll) UnlockAll(txnlock.TxnID) error              { return nil }
+func (grantAll) UnlockAll(txnlock.TxnID) error               { return nil }
 
 // BenchmarkTxnLock: ns/op is per lock request through a handle, in
 // transactions of points distinct Exclusive point locks, each transaction
