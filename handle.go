@@ -119,15 +119,16 @@ type Txn struct {
 		// waits are the contexts the handle's Lock calls wait under:
 		// each is a caller's context, cancelled by Release.
 		waits []*waitCtx
-		// quiet is the wait of calls whose context is never done
-		// (quietCtx); quietDone is its Done channel, made by the first
+		// quiet is the wait of calls whose context is never done (its
+		// ctx is quietCtx, its parent unused); quietDone is its Done channel, made by the first
 		// wait that asks for it, closed by Release.
 		quiet     waitCtx
 		quietDone chan struct{}
 	}
 
-	// quietCtx is quiet's context. Its parent is written under mu while
-	// no call uses it, and read by the calls that do.
+	// quietCtx is quiet's context. Its parent (Context) is written under
+	// mu while no call uses it, and read by the calls that do; h is set
+	// by NewTxn.
 	quietCtx quietCtx
 	// releasing is mu.released, for quietCtx.Err without the mutex.
 	releasing atomic.Bool
@@ -175,7 +176,12 @@ type waitCtx struct {
 // NewTxn returns the handle of transaction id, holding nothing. The id is
 // not checked here: a zero id makes every request fail with ErrInvalidTxn
 // in the manager.
-func NewTxn(id TxnID) *Txn { return &Txn{id: id} }
+func NewTxn(id TxnID) *Txn {
+	h := &Txn{id: id}
+	h.quietCtx.h = h
+	h.mu.quiet.ctx = &h.quietCtx
+	return h
+}
 
 // ID is the transaction's id.
 func (h *Txn) ID() TxnID { return h.id }
@@ -511,13 +517,17 @@ func (h *Txn) addRecordLocked(m Manager) *record {
 // uses are cancelled and dropped: a handle keeps as many as it has
 // overlapping calls with different contexts, usually one.
 func (h *Txn) waitCtxLocked(parent context.Context) *waitCtx {
-	if q := &h.mu.quiet; parent.Done() == nil && (q.users == 0 || sameContext(q.parent, parent)) {
-		if q.users == 0 {
-			h.quietCtx = quietCtx{Context: parent, h: h}
-			q.parent, q.ctx = parent, &h.quietCtx
+	if q := &h.mu.quiet; parent.Done() == nil {
+		// The parent is written only when it changes: a transaction's
+		// calls usually pass one context.
+		same := sameContext(h.quietCtx.Context, parent)
+		if q.users == 0 || same {
+			if !same {
+				h.quietCtx.Context = parent
+			}
+			q.users++
+			return q
 		}
-		q.users++
-		return q
 	}
 	for _, w := range h.mu.waits {
 		if sameContext(w.parent, parent) {

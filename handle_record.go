@@ -115,8 +115,21 @@ func (r *record) addPoint(at int, cf ColumnFamily, key []byte, mode Mode, seq ui
 	if r.points == nil {
 		r.points, r.keys = r.pointsBuf[:0], r.keysBuf[:0]
 	}
-	r.points = append(r.points, heldPoint{cf: cf, mode: mode, off: uint32(len(r.keys)), n: uint32(len(key)), seq: seq})
-	r.keys = append(r.keys, key...)
+	// Where there is room, the slices grow by reslicing, which writes
+	// only their lengths (an append writes their pointers back too).
+	p := heldPoint{cf: cf, mode: mode, off: uint32(len(r.keys)), n: uint32(len(key)), seq: seq}
+	if n := len(r.points); n < cap(r.points) {
+		r.points = r.points[:n+1]
+		r.points[n] = p
+	} else {
+		r.points = append(r.points, p)
+	}
+	if n := len(r.keys); len(key) <= cap(r.keys)-n {
+		r.keys = r.keys[:n+len(key)]
+		copy(r.keys[n:], key)
+	} else {
+		r.keys = append(r.keys, key...)
+	}
 	switch n := len(r.points); {
 	case r.index != nil:
 		r.index[pointKey{cf, string(key)}] = n - 1
