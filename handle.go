@@ -68,8 +68,9 @@ import (
 // goroutine, concurrently with any of them, as may ID, Holds, Requests
 // and Locks. Release cancels the waits of the handle's Lock calls (each
 // waits under a context that Release cancels), waits for their managers
-// to answer them, then calls UnlockAll: a waiting Lock fails with ErrTxnReleased and
-// leaves nothing held, also if its manager granted it just before.
+// to answer them, then calls UnlockAll: a waiting Lock fails with
+// ErrTxnReleased and leaves nothing held, also if its manager granted it
+// just before.
 //
 // # Mixing with direct Manager calls
 //
@@ -120,8 +121,9 @@ type Txn struct {
 		// each is a caller's context, cancelled by Release.
 		waits []*waitCtx
 		// quiet is the wait of calls whose context is never done (its
-		// ctx is quietCtx, its parent unused); quietDone is its Done channel, made by the first
-		// wait that asks for it, closed by Release.
+		// ctx is quietCtx, its parent unused); quietDone is its Done
+		// channel, made by the first wait that asks for it, closed by
+		// Release.
 		quiet     waitCtx
 		quietDone chan struct{}
 	}
@@ -423,12 +425,13 @@ func (h *Txn) RollbackTo(sp Savepoint) error {
 
 // Release ends the transaction in every manager the handle used: it fails
 // the waits of the handle's Lock calls with ErrTxnReleased, waits for
-// their managers to answer them, then calls UnlockAll in each manager in first-use order. Once
-// it returns nothing the handle took is held. Later calls of the handle
-// fail with ErrTxnReleased; a second Release waits for the first to finish
-// and returns nil. A manager's ErrClosed is not an error here (a closed
-// manager holds nothing); other UnlockAll errors are returned joined in a
-// *LockError with Op "release", after every manager was tried.
+// their managers to answer them, then calls UnlockAll in each manager in
+// first-use order. Once it returns nothing the handle took is held.
+// Later calls of the handle fail with ErrTxnReleased; a second Release
+// waits for the first to finish and returns nil. A manager's ErrClosed is
+// not an error here (a closed manager holds nothing); other UnlockAll
+// errors are returned joined in a *LockError with Op "release", after
+// every manager was tried.
 func (h *Txn) Release() error {
 	h.mu.Lock()
 	if h.mu.released {
