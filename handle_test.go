@@ -249,10 +249,11 @@ func (g *stallThenGrant) Lock(ctx context.Context, req txnlock.Request) error {
 	return g.Manager.Lock(context.Background(), req)
 }
 
-// Release while several Lock calls, in two managers of which one is new
-// to the handle, are granted one after another after Release began: each
-// call fails with ErrTxnReleased, and nothing of the transaction is left
-// held: Release waited for the last grant.
+// Release while several Lock calls, each through a manager new to the
+// handle (wrappers of two real managers, one of them used before), are
+// granted one after another after Release began: each call fails with
+// ErrTxnReleased, and nothing of the transaction is left held: Release
+// waited for the last grant.
 func TestTxnReleaseRacesGrants(t *testing.T) {
 	p1, err := pointlock.New(pointlock.Options{})
 	require.NoError(t, err)
