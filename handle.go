@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Txn is one transaction's handle over the lock managers it uses:
@@ -67,9 +67,10 @@ import (
 // anywhere among them). Release may be called at any time from any
 // goroutine, concurrently with any of them, as may ID, Holds, Requests
 // and Locks. Release cancels the waits of the handle's Lock calls (each
-// waits under a context that Release cancels), waits for them to return,
-// then calls UnlockAll: a waiting Lock fails with ErrTxnReleased and
-// leaves nothing held, also if its manager granted it just before.
+// waits under a context that Release cancels), waits for their managers
+// to answer them, then calls UnlockAll: a waiting Lock fails with
+// ErrTxnReleased and leaves nothing held, also if its manager granted it
+// just before.
 //
 // # Mixing with direct Manager calls
 //
@@ -83,12 +84,6 @@ import (
 type Txn struct {
 	id TxnID
 
-	// inflight counts the Lock calls between their check of mu.released
-	// and their return. Its Add runs under mu while mu.released is false,
-	// so Release's Wait, which follows the setting of mu.released, never
-	// runs concurrently with an Add from zero.
-	inflight sync.WaitGroup
-
 	// Lock order: mu, then a manager's locks (Unlock and RollbackTo call
 	// Manager.Unlock with mu held). Manager.Lock, which may wait, and
 	// UnlockAll are never called with mu held.
@@ -99,6 +94,12 @@ type Txn struct {
 		// one, is closed when it has.
 		released, finished bool
 		done               chan struct{}
+		// inflight counts the Lock calls that passed their check of
+		// released and have not yet recorded their outcome. drained,
+		// made by a Release that finds some, is closed by the last of
+		// them: only then does Release take the records.
+		inflight int
+		drained  chan struct{}
 		// seq numbers the entries of the record in the order taken.
 		seq uint64
 		// rollbacks counts RollbackTo calls: a Savepoint is valid while
@@ -119,15 +120,17 @@ type Txn struct {
 		// waits are the contexts the handle's Lock calls wait under:
 		// each is a caller's context, cancelled by Release.
 		waits []*waitCtx
-		// quiet is the wait of calls whose context is never done
-		// (quietCtx); quietDone is its Done channel, made by the first
-		// wait that asks for it, closed by Release.
+		// quiet is the wait of calls whose context is never done (its
+		// ctx is quietCtx, its parent unused); quietDone is its Done
+		// channel, made by the first wait that asks for it, closed by
+		// Release.
 		quiet     waitCtx
 		quietDone chan struct{}
 	}
 
-	// quietCtx is quiet's context. Its parent is written under mu while
-	// no call uses it, and read by the calls that do.
+	// quietCtx is quiet's context. Its parent (Context) is written under
+	// mu while no call uses it, and read by the calls that do; h is set
+	// by NewTxn.
 	quietCtx quietCtx
 	// releasing is mu.released, for quietCtx.Err without the mutex.
 	releasing atomic.Bool
@@ -175,7 +178,12 @@ type waitCtx struct {
 // NewTxn returns the handle of transaction id, holding nothing. The id is
 // not checked here: a zero id makes every request fail with ErrInvalidTxn
 // in the manager.
-func NewTxn(id TxnID) *Txn { return &Txn{id: id} }
+func NewTxn(id TxnID) *Txn {
+	h := &Txn{id: id}
+	h.quietCtx.h = h
+	h.mu.quiet.ctx = &h.quietCtx
+	return h
+}
 
 // ID is the transaction's id.
 func (h *Txn) ID() TxnID { return h.id }
@@ -218,8 +226,11 @@ func (h *Txn) Lock(ctx context.Context, m Manager, req Request) error {
 		h.mu.Unlock()
 		return h.lockErr(req, ErrTxnReleased)
 	}
+	// rec stays m's record until the call ends: records go only in the
+	// Release that waits for this call.
+	rec := h.recordLocked(m)
 	at := -1
-	if rec := h.recordLocked(m); rec != nil && valid {
+	if rec != nil && valid {
 		var covered bool
 		if point {
 			covered, at = rec.coversPoint(req.CF, key, req.Mode)
@@ -233,39 +244,44 @@ func (h *Txn) Lock(ctx context.Context, m Manager, req Request) error {
 	}
 	version := h.mu.version
 	h.mu.requests++
+	h.mu.inflight++
 	w := h.waitCtxLocked(ctx)
-	h.inflight.Add(1)
 	h.mu.Unlock()
 
 	err := m.Lock(w.ctx, req)
 
 	h.mu.Lock()
-	defer h.inflight.Done()
-	defer h.mu.Unlock()
 	w.users--
+	h.mu.inflight--
 	if h.mu.released {
 		if err == nil {
 			// Granted as Release began: make sure its UnlockAll
-			// reaches m (Release waits for this call first).
+			// reaches m.
 			h.addRecordLocked(m)
 		}
+		if h.mu.inflight == 0 {
+			close(h.mu.drained) // made by Release, which saw this call
+		}
+		h.mu.Unlock()
 		return h.lockErr(req, ErrTxnReleased)
 	}
-	if err != nil {
-		return err
-	}
-	rec := h.addRecordLocked(m)
-	h.mu.seq++
-	if point {
-		if version != h.mu.version {
-			at = rec.find(req.CF, key)
+	if err == nil {
+		if rec == nil {
+			rec = h.addRecordLocked(m)
 		}
-		rec.addPoint(at, req.CF, key, req.Mode, h.mu.seq)
-	} else {
-		rec.ranges = append(rec.ranges, heldRange{cf: req.CF, r: req.Range.Clone(), mode: req.Mode, seq: h.mu.seq})
+		h.mu.seq++
+		if point {
+			if version != h.mu.version {
+				at = rec.find(req.CF, key)
+			}
+			rec.addPoint(at, req.CF, key, req.Mode, h.mu.seq)
+		} else {
+			rec.ranges = append(rec.ranges, heldRange{cf: req.CF, r: req.Range.Clone(), mode: req.Mode, seq: h.mu.seq})
+		}
+		h.mu.version++
 	}
-	h.mu.version++
-	return nil
+	h.mu.Unlock()
+	return err
 }
 
 func (h *Txn) lockErr(req Request, err error) error {
@@ -408,13 +424,14 @@ func (h *Txn) RollbackTo(sp Savepoint) error {
 }
 
 // Release ends the transaction in every manager the handle used: it fails
-// the waits of the handle's Lock calls with ErrTxnReleased, waits for them
-// to return, then calls UnlockAll in each manager in first-use order. Once
-// it returns nothing the handle took is held. Later calls of the handle
-// fail with ErrTxnReleased; a second Release waits for the first to finish
-// and returns nil. A manager's ErrClosed is not an error here (a closed
-// manager holds nothing); other UnlockAll errors are returned joined in a
-// *LockError with Op "release", after every manager was tried.
+// the waits of the handle's Lock calls with ErrTxnReleased, waits for
+// their managers to answer them, then calls UnlockAll in each manager in
+// first-use order. Once it returns nothing the handle took is held.
+// Later calls of the handle fail with ErrTxnReleased; a second Release
+// waits for the first to finish and returns nil. A manager's ErrClosed is
+// not an error here (a closed manager holds nothing); other UnlockAll
+// errors are returned joined in a *LockError with Op "release", after
+// every manager was tried.
 func (h *Txn) Release() error {
 	h.mu.Lock()
 	if h.mu.released {
@@ -433,6 +450,8 @@ func (h *Txn) Release() error {
 	h.mu.released = true
 	defer func() {
 		h.mu.Lock()
+		h.mu.first = record{} // drops the keys and the index
+		h.mu.recsBuf = [2]*record{}
 		h.mu.finished = true
 		if h.mu.done != nil {
 			close(h.mu.done)
@@ -447,11 +466,13 @@ func (h *Txn) Release() error {
 	if h.mu.quietDone != nil {
 		close(h.mu.quietDone)
 	}
-	h.mu.Unlock()
-
-	h.inflight.Wait()
-
-	h.mu.Lock()
+	if h.mu.inflight > 0 {
+		drained := make(chan struct{})
+		h.mu.drained = drained
+		h.mu.Unlock()
+		<-drained
+		h.mu.Lock()
+	}
 	recs := h.mu.recs
 	h.mu.recs = nil
 	h.mu.Unlock()
@@ -461,10 +482,6 @@ func (h *Txn) Release() error {
 			errs = append(errs, err)
 		}
 	}
-	h.mu.Lock()
-	h.mu.first = record{} // drops the keys and the index
-	h.mu.recsBuf = [2]*record{}
-	h.mu.Unlock()
 	if len(errs) > 0 {
 		return &LockError{Op: "release", Txn: h.id, Err: errors.Join(errs...)}
 	}
@@ -503,13 +520,17 @@ func (h *Txn) addRecordLocked(m Manager) *record {
 // uses are cancelled and dropped: a handle keeps as many as it has
 // overlapping calls with different contexts, usually one.
 func (h *Txn) waitCtxLocked(parent context.Context) *waitCtx {
-	if q := &h.mu.quiet; parent.Done() == nil && (q.users == 0 || sameContext(q.parent, parent)) {
-		if q.users == 0 {
-			h.quietCtx = quietCtx{Context: parent, h: h}
-			q.parent, q.ctx = parent, &h.quietCtx
+	if q := &h.mu.quiet; parent.Done() == nil {
+		// The parent is written only when it changes: a transaction's
+		// calls usually pass one context.
+		same := sameContext(h.quietCtx.Context, parent)
+		if q.users == 0 || same {
+			if !same {
+				h.quietCtx.Context = parent
+			}
+			q.users++
+			return q
 		}
-		q.users++
-		return q
 	}
 	for _, w := range h.mu.waits {
 		if sameContext(w.parent, parent) {
@@ -532,9 +553,10 @@ func (h *Txn) waitCtxLocked(parent context.Context) *waitCtx {
 	return w
 }
 
-// sameContext reports whether a and b are the same context, without the
-// panic of == on two values of one incomparable type.
+// sameContext reports whether a and b are the same context: one dynamic
+// type and one data word, as a context passed on from call to call is.
+// Unlike ==, it never panics (on two values of one incomparable type) and
+// never calls the type's equality.
 func sameContext(a, b context.Context) bool {
-	t := reflect.TypeOf(a)
-	return t == reflect.TypeOf(b) && t.Comparable() && a == b
+	return *(*[2]unsafe.Pointer)(unsafe.Pointer(&a)) == *(*[2]unsafe.Pointer)(unsafe.Pointer(&b))
 }

@@ -1,6 +1,10 @@
 package txnlock
 
-import "slices"
+import (
+	"encoding/binary"
+	"math/bits"
+	"slices"
+)
 
 // The record of a Txn handle: what the transaction holds in one manager,
 // so that a lock already held in a covering mode is not sent again, and
@@ -21,12 +25,28 @@ type pointKey struct {
 	key string
 }
 
-// heldPoint is a point lock: its key is keys[off:off+n] of the record.
+// heldPoint is a point lock: its key is keys[off:off+n] of the record,
+// and fp is the key's fingerprint.
 type heldPoint struct {
 	cf     ColumnFamily
 	mode   Mode
 	off, n uint32
+	fp     uint64
 	seq    uint64
+}
+
+// fingerprint is a summary of key that the linear scan compares before
+// the key itself: its first and last 8 bytes (all of a shorter key), so
+// keys that differ near either end, as row keys of one table do, almost
+// always differ in it.
+func fingerprint(key []byte) uint64 {
+	n := len(key)
+	if n < 8 {
+		var b [8]byte
+		copy(b[:], key)
+		return binary.LittleEndian.Uint64(b[:])
+	}
+	return bits.RotateLeft64(binary.LittleEndian.Uint64(key), 32) ^ binary.LittleEndian.Uint64(key[n-8:])
 }
 
 func (p heldPoint) key(keys []byte) []byte { return keys[p.off : p.off+p.n] }
@@ -68,8 +88,9 @@ func (r *record) find(cf ColumnFamily, key []byte) int {
 		}
 		return -1
 	}
+	fp := fingerprint(key)
 	for i, p := range r.points {
-		if p.cf == cf && int(p.n) == len(key) && string(p.key(r.keys)) == string(key) {
+		if p.fp == fp && p.cf == cf && int(p.n) == len(key) && string(p.key(r.keys)) == string(key) {
 			return i
 		}
 	}
@@ -115,8 +136,21 @@ func (r *record) addPoint(at int, cf ColumnFamily, key []byte, mode Mode, seq ui
 	if r.points == nil {
 		r.points, r.keys = r.pointsBuf[:0], r.keysBuf[:0]
 	}
-	r.points = append(r.points, heldPoint{cf: cf, mode: mode, off: uint32(len(r.keys)), n: uint32(len(key)), seq: seq})
-	r.keys = append(r.keys, key...)
+	// Where there is room, the slices grow by reslicing, which writes
+	// only their lengths (an append writes their pointers back too).
+	p := heldPoint{cf: cf, mode: mode, off: uint32(len(r.keys)), n: uint32(len(key)), fp: fingerprint(key), seq: seq}
+	if n := len(r.points); n < cap(r.points) {
+		r.points = r.points[:n+1]
+		r.points[n] = p
+	} else {
+		r.points = append(r.points, p)
+	}
+	if n := len(r.keys); len(key) <= cap(r.keys)-n {
+		r.keys = r.keys[:n+len(key)]
+		copy(r.keys[n:], key)
+	} else {
+		r.keys = append(r.keys, key...)
+	}
 	switch n := len(r.points); {
 	case r.index != nil:
 		r.index[pointKey{cf, string(key)}] = n - 1

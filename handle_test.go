@@ -3,6 +3,7 @@ package txnlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -230,6 +231,59 @@ func TestTxnReleaseRacesGrant(t *testing.T) {
 	require.ErrorIs(t, <-done, txnlock.ErrTxnReleased)
 	require.Empty(t, fresh.Status().Locks)
 	s.requireEmpty(t)
+}
+
+// stallThenGrant tells the test that a request arrived, waits until the
+// request's context ends, waits delay more, then grants the request in
+// the real manager: a grant that comes after Release began.
+type stallThenGrant struct {
+	txnlock.Manager
+	arrived chan struct{}
+	delay   time.Duration
+}
+
+func (g *stallThenGrant) Lock(ctx context.Context, req txnlock.Request) error {
+	g.arrived <- struct{}{}
+	<-ctx.Done()
+	time.Sleep(g.delay)
+	return g.Manager.Lock(context.Background(), req)
+}
+
+// Release while several Lock calls, each through a manager new to the
+// handle (wrappers of two real managers, one of them used before), are
+// granted one after another after Release began: each call fails with
+// ErrTxnReleased, and nothing of the transaction is left held: Release
+// waited for the last grant.
+func TestTxnReleaseRacesGrants(t *testing.T) {
+	p1, err := pointlock.New(pointlock.Options{})
+	require.NoError(t, err)
+	defer p1.Close()
+	p2, err := pointlock.New(pointlock.Options{})
+	require.NoError(t, err)
+	defer p2.Close()
+	h := txnlock.NewTxn(1)
+	require.NoError(t, h.Lock(context.Background(), p1, txnlock.Request{Range: pt("held"), Mode: txnlock.Exclusive}))
+	const calls = 4
+	arrived := make(chan struct{}, calls)
+	errs := make(chan error, calls)
+	for c := range calls {
+		m := &stallThenGrant{Manager: p1, arrived: arrived, delay: time.Duration(c) * 5 * time.Millisecond}
+		if c%2 == 1 {
+			m.Manager = p2
+		}
+		go func() {
+			errs <- h.Lock(context.Background(), m, txnlock.Request{Range: pt(fmt.Sprint("k", c)), Mode: txnlock.Exclusive})
+		}()
+	}
+	for range calls {
+		<-arrived
+	}
+	require.NoError(t, releaseSoon(t, h))
+	for range calls {
+		require.ErrorIs(t, <-errs, txnlock.ErrTxnReleased)
+	}
+	require.Empty(t, p1.Status().Locks)
+	require.Empty(t, p2.Status().Locks)
 }
 
 // An Unlock that overlaps a waiting upgrade of the same handle moves the
