@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 )
 
 // Txn is one transaction's handle over the lock managers it uses:
@@ -553,10 +553,9 @@ func (h *Txn) waitCtxLocked(parent context.Context) *waitCtx {
 	return w
 }
 
-// sameContext reports whether a and b are the same context: one dynamic
-// type and one data word, as a context passed on from call to call is.
-// Unlike ==, it never panics (on two values of one incomparable type) and
-// never calls the type's equality.
+// sameContext reports whether a and b are the same context, without the
+// panic of == on two values of one incomparable type.
 func sameContext(a, b context.Context) bool {
-	return *(*[2]unsafe.Pointer)(unsafe.Pointer(&a)) == *(*[2]unsafe.Pointer)(unsafe.Pointer(&b))
+	t := reflect.TypeOf(a)
+	return t == reflect.TypeOf(b) && t.Comparable() && a == b
 }
