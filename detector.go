@@ -109,6 +109,10 @@ type Waiter interface {
 	// waiter's manager now: asked of the members of a cycle, for the
 	// fewest-locks victim policy and the report.
 	LocksHeld() int
+	// Requested is what the wait requests and when it began, as
+	// WaitEdge.Lock and Since: asked of the members of a cycle, for the
+	// report, so that a detector need not keep them for every wait.
+	Requested() (LockRef, time.Time)
 }
 
 // WaitEdge describes a wait to the detector.

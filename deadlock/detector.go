@@ -116,11 +116,12 @@ func (d *Detector) Block(e txnlock.WaitEdge) bool {
 	if !e.Waiter.Active() {
 		return false // granted or failed before it came: nothing to record
 	}
-	if e.Stamp == 0 {
-		e.Stamp = d.Stamp()
+	seq := e.Stamp
+	if seq == 0 {
+		seq = d.Stamp()
 	}
 	txn := e.Waiter.Txn()
-	d.reg.add(wait{waiter: e.Waiter, txn: txn, lock: e.Lock, since: e.Since, seq: e.Stamp})
+	d.reg.add(e.Waiter, txn, seq)
 	// Whom the wait is blocked by now. A grant since it was queued may
 	// have given the lock to a transaction that already reported a wait
 	// of its own, whose Block then did not see this one; one of the two

@@ -132,6 +132,9 @@ func (w *Waiter) Regranted() bool { return w.grants == nil || w.grants.Load() !=
 // in it (txnlock.Waiter).
 func (w *Waiter) LocksHeld() int { return w.Src.LocksHeld(w) }
 
+// Requested is what w requests and when its wait began (txnlock.Waiter).
+func (w *Waiter) Requested() (txnlock.LockRef, time.Time) { return w.Lock, w.Since }
+
 // Claim takes the waiter for a grant unless its wait already ended, and
 // reports whether it did. The manager calls it under its lock and, if it
 // returns true, unlinks the waiter, records it as a holder, and then calls
