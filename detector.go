@@ -109,17 +109,16 @@ type Waiter interface {
 	// waiter's manager now: asked of the members of a cycle, for the
 	// fewest-locks victim policy and the report.
 	LocksHeld() int
-	// Requested is what the wait requests and when it began, as
-	// WaitEdge.Lock and Since: asked of the members of a cycle, for the
-	// report, so that a detector need not keep them for every wait.
+	// Requested is what the wait requests and when it began: asked of
+	// the members of a cycle, for the report. It takes no lock.
 	Requested() (LockRef, time.Time)
 }
 
-// WaitEdge describes a wait to the detector.
+// WaitEdge describes a wait to the detector: six words, passed in
+// registers. What the wait requests and since when, which only a report
+// needs, the detector asks of the Waiter (Requested).
 type WaitEdge struct {
 	Waiter Waiter
-	Lock   LockRef // what is requested, for reports
-	Since  time.Time
 	// Stamp orders the wait among the detector's waits (Detector.Stamp),
 	// taken when the wait was queued; 0 if the manager took none.
 	Stamp uint64

@@ -391,7 +391,7 @@ func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, 
 		s.order = append(s.order, name)
 	}
 	s.waiters[name] = w
-	needsCheck := s.d.Block(txnlock.WaitEdge{Waiter: w, Lock: w.ref, Since: w.since, Stamp: stamp})
+	needsCheck := s.d.Block(txnlock.WaitEdge{Waiter: w, Stamp: stamp})
 	return w, needsCheck
 }
 

@@ -237,7 +237,7 @@ func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.
 // report tells det about the wait and, if check and Block asks for it,
 // runs the detector's Check, failing the wait if it must give up.
 func (w *Waiter) report(det txnlock.Detector, check bool) {
-	edge := txnlock.WaitEdge{Waiter: w, Lock: w.Lock, Since: w.Since, Stamp: w.Stamp, Blockers: w.Blocked}
+	edge := txnlock.WaitEdge{Waiter: w, Stamp: w.Stamp, Blockers: w.Blocked}
 	if det.Block(edge) && check {
 		if err := det.Check(w); err != nil {
 			w.Fail(err)
