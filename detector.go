@@ -63,9 +63,9 @@ type Detector interface {
 }
 
 // Waiter is the handle of one blocked request, as a detector sees it. The
-// detector calls Blockers and WaitsFor only while the wait is reported
-// (after Block, before Unblock returns), from any goroutine, with none of
-// the manager's locks held.
+// detector calls Blockers, WaitsFor, LocksHeld and Requested only while the
+// wait is reported (after Block, before Unblock returns), from any
+// goroutine, with none of the manager's locks held.
 type Waiter interface {
 	// Fail ends the wait with err unless it already ended (granted, timed
 	// out, cancelled). It reports whether err was delivered. It never

@@ -27,9 +27,14 @@ const passRestFactor = 10
 // the victim's slot held; Options.OnDeadlock runs with every lock
 // released.
 type Detector struct {
-	opts   Options
-	stamps atomic.Uint64 // Stamp's counter
-	closed atomic.Bool   // Close was called
+	opts Options
+	// stamps is Stamp's counter, which every wait queued writes, on a
+	// cache line of its own: the fields that every Block, Unblock and
+	// DetectDelay read must not move between processors with it.
+	_      [64]byte
+	stamps atomic.Uint64
+	_      [64]byte
+	closed atomic.Bool // Close was called
 	// reg holds the reported waits. Block and Unblock take one of its
 	// slot mutexes, not mu.
 	reg *registry
