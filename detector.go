@@ -91,9 +91,9 @@ type WaitGraph interface {
 }
 
 // Waiter is the handle of one blocked request, as a detector sees it. The
-// detector calls Blockers and WaitsFor only while the wait is reported
-// (after Block, before Unblock returns), from any goroutine, with none of
-// the manager's locks held.
+// detector calls Blockers, WaitsFor, LocksHeld and Requested only while the
+// wait is reported (after Block, before Unblock returns), from any
+// goroutine, with none of the manager's locks held.
 type Waiter interface {
 	// Fail ends the wait with err unless it already ended (granted, timed
 	// out, cancelled). It reports whether err was delivered. It never
@@ -133,13 +133,16 @@ type Waiter interface {
 	// stale. It must be cheap and take no manager lock; true is always
 	// safe.
 	Regranted() bool
+	// Requested is what the wait requests and when it began: asked of
+	// the members of a cycle, for the report. It takes no lock.
+	Requested() (LockRef, time.Time)
 }
 
-// WaitEdge describes a wait to the detector.
+// WaitEdge describes a wait to the detector: six words, passed in
+// registers. What the wait requests and since when, which only a report
+// needs, the detector asks of the Waiter (Requested).
 type WaitEdge struct {
 	Waiter Waiter
-	Lock   LockRef // what is requested, for reports
-	Since  time.Time
 	// Stamp orders the wait among the detector's waits (WaitGraph.Stamp),
 	// taken when the wait was queued; 0 if the manager took none.
 	Stamp uint64

@@ -187,7 +187,7 @@ func BenchmarkHotKey(b *testing.B) {
 // manager does (the contraction), so the search asks the requester and
 // the last waiter, and never walks the queue: the cost is the same for
 // N=10 and N=10,000 (but for the registry slot it reads the last
-// waiter's waits from, which holds about N/1024 waits). A trip would show
+// waiter's waits from, which holds about N/4096 waits). A trip would show
 // in the trips metric.
 func BenchmarkCheckQueued(b *testing.B) {
 	for _, n := range []int{10, 10_000} {

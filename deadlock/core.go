@@ -150,7 +150,7 @@ func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
 			d.deferred = true
 			return d
 		}
-		c.askLocksHeld(res.path)
+		c.describe(res.path)
 		err := &txnlock.DeadlockError{
 			Victim:        e.txn,
 			LimitExceeded: true,
@@ -265,7 +265,7 @@ func simpleCycle(walk []*edge) []*edge {
 // decision without reports if the victim's wait ended meanwhile (the
 // cycle is broken already).
 func (c *core) breakCycle(cycle []*edge, requester txnlock.Waiter) (decision, *edge) {
-	c.askLocksHeld(cycle)
+	c.describe(cycle)
 	v := cycle[c.chooseVictim(cycle)]
 	err := &txnlock.DeadlockError{Victim: v.txn, Cycle: entries(cycle), Time: c.opts.Clock.Now()}
 	if c.testingOnConfirm != nil {
@@ -287,11 +287,12 @@ func (c *core) breakCycle(cycle []*edge, requester txnlock.Waiter) (decision, *e
 	return d, v
 }
 
-// askLocksHeld asks how many locks each wait's transaction holds, in
-// every manager attached, for the victim policy and the report.
-func (c *core) askLocksHeld(es []*edge) {
+// describe asks each wait what it requests and since when, and how many
+// locks its transaction holds in every manager attached, for the victim
+// policy and the report.
+func (c *core) describe(es []*edge) {
 	for _, e := range es {
-		e.locksHeld = c.src.locksHeld(e.txn)
+		c.src.describe(e)
 	}
 }
 

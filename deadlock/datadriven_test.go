@@ -82,7 +82,12 @@ type fakeWaiter struct {
 	err      error
 	granted  bool
 	reported bool
+	ref      txnlock.LockRef
+	since    time.Time
 }
+
+// Requested answers what block was given (txnlock.Waiter).
+func (w *fakeWaiter) Requested() (txnlock.LockRef, time.Time) { return w.ref, w.since }
 
 // Regranted is always true: Block asks the waiter (txnlock.Waiter).
 func (w *fakeWaiter) Regranted() bool { return true }
@@ -379,18 +384,16 @@ func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, 
 		m = txnlock.Shared
 	}
 	l := s.lock(res)
-	w := &fakeWaiter{s: s, name: name, txn: txn, lock: l}
+	w := &fakeWaiter{s: s, name: name, txn: txn, lock: l,
+		ref:   txnlock.LockRef{CF: txnlock.ColumnFamily(cf), Range: txnlock.Point([]byte(key)), Mode: m},
+		since: s.clock.Clock.Now(),
+	}
 	s.held[txn] = locks
 	if _, ok := s.waiters[name]; !ok {
 		s.order = append(s.order, name)
 	}
 	s.waiters[name] = w
-	needsCheck := s.d.block(txnlock.WaitEdge{
-		Waiter: w,
-		Lock:   txnlock.LockRef{CF: txnlock.ColumnFamily(cf), Range: txnlock.Point([]byte(key)), Mode: m},
-		Since:  s.clock.Clock.Now(),
-		Stamp:  stamp,
-	})
+	needsCheck := s.d.block(txnlock.WaitEdge{Waiter: w, Stamp: stamp})
 	return w, needsCheck
 }
 

@@ -26,9 +26,14 @@ const passRestFactor = 10
 // the victim's slot held; Options.OnDeadlock runs with every lock
 // released.
 type Detector struct {
-	opts   Options
-	stamps atomic.Uint64 // Stamp's counter
-	closed atomic.Bool   // Close was called
+	opts Options
+	// stamps is Stamp's counter, which every wait queued writes, on a
+	// cache line of its own: the fields that every Block, Unblock and
+	// DetectDelay read must not move between processors with it.
+	_      [64]byte
+	stamps atomic.Uint64
+	_      [64]byte
+	closed atomic.Bool // Close was called
 	// reg holds the reported waits. Block and Unblock take one of its
 	// slot mutexes, not mu.
 	reg *registry
@@ -114,11 +119,12 @@ func (d *Detector) block(e txnlock.WaitEdge) bool {
 	if !e.Waiter.Active() {
 		return false // granted or failed before it came: nothing to record
 	}
-	if e.Stamp == 0 {
-		e.Stamp = d.stamps.Add(1)
+	seq := e.Stamp
+	if seq == 0 {
+		seq = d.stamps.Add(1)
 	}
 	txn := e.Waiter.Txn()
-	d.reg.add(wait{waiter: e.Waiter, txn: txn, lock: e.Lock, since: e.Since, seq: e.Stamp})
+	d.reg.add(e.Waiter, txn, seq)
 	// Whom the wait is blocked by now. A grant since it was queued may
 	// have given the lock to a transaction that already reported a wait
 	// of its own, whose Block then did not see this one; one of the two

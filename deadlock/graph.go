@@ -8,13 +8,13 @@ import (
 	"github.com/txnlock/txnlock"
 )
 
-// wait is one reported wait, as the registry keeps it.
+// wait is one reported wait, as the registry keeps it: no more than a
+// search needs, so that a report writes 32 bytes. What it requests, since
+// when, and the locks its transaction holds are asked of the waiter when
+// it is in a cycle (source.describe).
 type wait struct {
-	waiter    txnlock.Waiter
-	txn       txnlock.TxnID
-	lock      txnlock.LockRef
-	locksHeld int
-	since     time.Time
+	waiter txnlock.Waiter
+	txn    txnlock.TxnID
 	// seq is the wait's stamp (WaitEdge.Stamp, or one the detector took):
 	// the newest wait of a cycle is the one that closed it.
 	seq uint64
@@ -31,6 +31,11 @@ type edge struct {
 	wait
 	node     *txnNode
 	blockers []txnlock.TxnID
+	// lock, since and locksHeld are asked of the waiter (source.describe)
+	// once the edge is in a cycle, for the victim policy and the report.
+	lock      txnlock.LockRef
+	since     time.Time
+	locksHeld int
 	// member: in a confirmed cycle, a wait the search found, not a
 	// request in between that confirmation added (core.chooseVictim).
 	member bool
@@ -57,8 +62,10 @@ type source interface {
 	// fail fails the wait of txn made by w with stamp seq, if it is still
 	// reported and active, and reports whether it did.
 	fail(txn txnlock.TxnID, w txnlock.Waiter, seq uint64, err error) bool
-	// locksHeld is how many locks txn holds in every manager attached.
-	locksHeld(txn txnlock.TxnID) int
+	// describe asks e's wait, if it is still reported, what it requests
+	// and since when (Waiter.Requested), and the managers attached how
+	// many locks its transaction holds (txnlock.LockCounter), into e.
+	describe(e *edge)
 }
 
 // graph is a view of the waits-for graph: transactions, their waits, and

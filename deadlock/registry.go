@@ -22,44 +22,88 @@ type registry struct {
 	slots [registrySlots]regSlot
 }
 
-// registrySlots is a power of two; a thousand waits on one hot lock share
-// few slots.
-const registrySlots = 1024
+// registrySlots is a power of two, about four times the waits of a
+// thousand goroutines queued on one hot lock, so that most slots hold one
+// wait or none and a report touches one cache line.
+const registrySlots = 4096
 
+// regSlot is one cache line: a slot's first wait is kept inline, and more
+// in a slice of their own.
 type regSlot struct {
-	// mu guards waits, and keeps each of its waiters from being recycled
-	// while the detector asks it something.
-	mu    sync.Mutex
-	waits []wait // the reported waits of the transactions that hash here
-	// n is len(waits), written under mu and read without it: a probe
-	// of an empty slot (the usual holder of a hot lock runs, it does not
-	// wait) takes no mutex.
-	n atomic.Int32
-	_ [64 - (unsafe.Sizeof(sync.Mutex{})+unsafe.Sizeof([]wait{})+4)%64]byte
+	// mu guards first and more, and keeps each of their waiters from
+	// being recycled while the detector asks it something.
+	mu sync.Mutex
+	// n is how many waits the slot holds (first, then *more), written
+	// under mu and read without it: a probe of an empty slot (the usual
+	// holder of a hot lock runs, it does not wait) takes no mutex.
+	n     atomic.Int32
+	first wait
+	more  *[]wait // the waits after first; nil until a slot holds two
+	_     [64 - (unsafe.Sizeof(sync.Mutex{})+8+unsafe.Sizeof(wait{})+8)%64]byte
 }
 
-// slotIndex hashes txn to a slot (Fibonacci hashing: consecutive ids
-// spread).
+// slotIndex hashes txn to a slot: consecutive ids to consecutive slots,
+// so that the waits of transactions begun one after the other are
+// reported into neighbouring cache lines, which the processor fetches
+// ahead; the higher bits are folded in, so ids a multiple of the table
+// apart spread too.
 func slotIndex(txn txnlock.TxnID) uint64 {
-	const shift = 64 - 10 // log2(registrySlots)
-	return (uint64(txn) * 0x9e3779b97f4a7c15) >> shift
+	const bits = 12 // log2(registrySlots)
+	x := uint64(txn)
+	return (x + x>>bits + x>>(2*bits)) & (registrySlots - 1)
 }
 
 func (r *registry) slot(txn txnlock.TxnID) *regSlot { return &r.slots[slotIndex(txn)] }
 
-// add reports w. A second report of the same waiter replaces the first.
-func (r *registry) add(w wait) {
-	s := r.slot(w.txn)
+// lenLocked is the number of waits in the slot.
+func (s *regSlot) lenLocked() int { return int(s.n.Load()) }
+
+// atLocked returns the slot's i-th wait, i < lenLocked.
+func (s *regSlot) atLocked(i int) *wait {
+	if i == 0 {
+		return &s.first
+	}
+	return &(*s.more)[i-1]
+}
+
+// appendLocked adds w after the slot's waits.
+func (s *regSlot) appendLocked(w wait) {
+	n := s.lenLocked()
+	if n == 0 {
+		s.first = w
+	} else {
+		if s.more == nil {
+			s.more = new([]wait)
+		}
+		*s.more = append(*s.more, w)
+	}
+	s.n.Store(int32(n + 1))
+}
+
+// deleteLocked removes the slot's i-th wait; the last takes its place.
+func (s *regSlot) deleteLocked(i int) {
+	last := s.lenLocked() - 1
+	*s.atLocked(i) = *s.atLocked(last)
+	*s.atLocked(last) = wait{} // drop the references
+	if last > 0 {
+		*s.more = (*s.more)[:last-1]
+	}
+	s.n.Store(int32(last))
+}
+
+// add reports waiter w of txn with stamp seq. A second report of the
+// same waiter replaces the first.
+func (r *registry) add(w txnlock.Waiter, txn txnlock.TxnID, seq uint64) {
+	s := r.slot(txn)
 	s.mu.Lock()
-	for i := range s.waits {
-		if s.waits[i].waiter == w.waiter {
-			s.waits[i] = w
+	for i := range s.lenLocked() {
+		if x := s.atLocked(i); x.waiter == w {
+			x.txn, x.seq = txn, seq
 			s.mu.Unlock()
 			return
 		}
 	}
-	s.waits = append(s.waits, w)
-	s.n.Store(int32(len(s.waits)))
+	s.appendLocked(wait{waiter: w, txn: txn, seq: seq})
 	s.mu.Unlock()
 }
 
@@ -70,15 +114,11 @@ func (r *registry) remove(w txnlock.Waiter) (found, others bool) {
 	txn := w.Txn()
 	s := r.slot(txn)
 	s.mu.Lock()
-	for i := 0; i < len(s.waits); i++ {
-		x := &s.waits[i]
+	for i := 0; i < s.lenLocked(); i++ {
+		x := s.atLocked(i)
 		switch {
 		case x.waiter == w:
-			last := len(s.waits) - 1
-			s.waits[i] = s.waits[last]
-			s.waits[last] = wait{} // drop the references
-			s.waits = s.waits[:last]
-			s.n.Store(int32(last))
+			s.deleteLocked(i)
 			found = true
 			i--
 		case x.txn == txn && x.active():
@@ -110,8 +150,8 @@ func (r *registry) waiting(txn txnlock.TxnID) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range s.waits {
-		if s.waits[i].txn == txn && s.waits[i].active() {
+	for i := range s.lenLocked() {
+		if x := s.atLocked(i); x.txn == txn && x.active() {
 			return true
 		}
 	}
@@ -130,8 +170,8 @@ func (l *liveSource) waits(txn txnlock.TxnID, exact bool, fn func(w *wait, who [
 	s := l.r.slot(txn)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range s.waits {
-		w := &s.waits[i]
+	for i := range s.lenLocked() {
+		w := s.atLocked(i)
 		if w.txn != txn || !w.active() {
 			continue
 		}
@@ -151,15 +191,26 @@ func (l *liveSource) fail(txn txnlock.TxnID, w txnlock.Waiter, seq uint64, err e
 	s := l.r.slot(txn)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range s.waits {
-		if x := &s.waits[i]; x.waiter == w && x.seq == seq {
+	for i := range s.lenLocked() {
+		if x := s.atLocked(i); x.waiter == w && x.seq == seq {
 			return w.Fail(err)
 		}
 	}
 	return false
 }
 
-func (l *liveSource) locksHeld(txn txnlock.TxnID) int { return l.att.locksHeld(txn) }
+func (l *liveSource) describe(e *edge) {
+	s := l.r.slot(e.txn)
+	s.mu.Lock()
+	for i := range s.lenLocked() {
+		if x := s.atLocked(i); x.waiter == e.waiter && x.seq == e.seq {
+			e.lock, e.since = e.waiter.Requested()
+			break
+		}
+	}
+	s.mu.Unlock()
+	e.locksHeld = l.att.locksHeld(e.txn)
+}
 
 // flatten appends every active wait, with its blockers as its manager
 // answers now, to dst and arena: a background pass's snapshot, read slot
@@ -169,8 +220,8 @@ func (r *registry) flatten(dst []flatWait, arena []txnlock.TxnID) ([]flatWait, [
 	for i := range r.slots {
 		s := &r.slots[i]
 		s.mu.Lock()
-		for j := range s.waits {
-			w := &s.waits[j]
+		for j := range s.lenLocked() {
+			w := s.atLocked(j)
 			if !w.active() {
 				continue
 			}
@@ -193,8 +244,8 @@ func (r *registry) each(txn txnlock.TxnID, fn func(w *wait)) {
 	s := r.slot(txn)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range s.waits {
-		if w := &s.waits[i]; w.txn == txn && w.active() {
+	for i := range s.lenLocked() {
+		if w := s.atLocked(i); w.txn == txn && w.active() {
 			fn(w)
 		}
 	}

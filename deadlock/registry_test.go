@@ -26,9 +26,9 @@ func regWaits(r *registry, txn txnlock.TxnID) []wait {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []wait
-	for _, w := range s.waits {
-		if w.txn == txn {
-			out = append(out, w)
+	for i := range s.lenLocked() {
+		if w := s.atLocked(i); w.txn == txn {
+			out = append(out, *w)
 		}
 	}
 	return out
@@ -41,21 +41,20 @@ func TestRegistry(t *testing.T) {
 	a := txnlock.TxnID(1)
 	b := sameSlot(a)
 	wa1, wa2, wb := newTestWaiter(a), newTestWaiter(a), newTestWaiter(b)
-	r.add(wait{waiter: wa1, txn: a, seq: 1})
-	r.add(wait{waiter: wa2, txn: a, seq: 2})
-	r.add(wait{waiter: wb, txn: b, seq: 3})
+	r.add(wa1, a, 1)
+	r.add(wa2, a, 2)
+	r.add(wb, b, 3)
 	require.Equal(t, 3, r.count())
 	require.True(t, r.waiting(a))
 	require.True(t, r.waiting(b))
 	require.False(t, r.waiting(a+1), "nobody else waits")
 
 	// A second report of the same waiter replaces the first.
-	r.add(wait{waiter: wb, txn: b, seq: 7, locksHeld: 4})
+	r.add(wb, b, 7)
 	require.Equal(t, 3, r.count())
 	got := regWaits(&r, b)
 	require.Len(t, got, 1)
 	require.Equal(t, uint64(7), got[0].seq)
-	require.Equal(t, 4, got[0].locksHeld)
 
 	// A wait that ended stays registered until it is removed, but its
 	// transaction no longer counts as waiting.
@@ -69,7 +68,7 @@ func TestRegistry(t *testing.T) {
 	require.True(t, others)
 	// An ended other wait does not count; nor do b's waits in the slot.
 	wb2 := newTestWaiter(b)
-	r.add(wait{waiter: wb2, txn: b, seq: 8})
+	r.add(wb2, b, 8)
 	wa2.end()
 	found, others = r.remove(wb)
 	require.True(t, found)

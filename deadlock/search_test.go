@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
@@ -48,6 +49,10 @@ func (w *testWaiter) Regranted() bool { return w.queued == nil }
 type heldLocks map[txnlock.TxnID]int
 
 func (h heldLocks) LocksHeld(txn txnlock.TxnID) int { return h[txn] }
+
+// Requested is the zero LockRef and time: a test waiter's reports name
+// transactions only (txnlock.Waiter).
+func (w *testWaiter) Requested() (txnlock.LockRef, time.Time) { return txnlock.LockRef{}, time.Time{} }
 
 func newTestWaiter(txn txnlock.TxnID, blockers ...txnlock.TxnID) *testWaiter {
 	return &testWaiter{txn: txn, blockers: blockers, failed: make(chan error, 1)}
@@ -232,7 +237,7 @@ func randomWaits(rng *rand.Rand, r *registry, nTxn, nLock int) (active, ended []
 		for range n {
 			w := newTestWaiter(txnlock.TxnID(t), locks[rng.IntN(nLock)]...)
 			seq++
-			r.add(wait{waiter: w, txn: w.txn, seq: seq})
+			r.add(w, w.txn, seq)
 			if rng.IntN(8) == 0 {
 				w.end()
 				ended = append(ended, w)
@@ -411,8 +416,10 @@ func (r *registry) describe() string {
 	for i := range r.slots {
 		s := &r.slots[i]
 		s.mu.Lock()
-		for _, w := range s.waits {
-			text := fmt.Sprintf("%v waits for %v (stamp %d)", w.txn, w.lock, w.seq)
+		for j := range s.lenLocked() {
+			w := s.atLocked(j)
+			lock, _ := w.waiter.Requested()
+			text := fmt.Sprintf("%v waits for %v (stamp %d)", w.txn, lock, w.seq)
 			b, ok := w.waiter.Blockers(nil)
 			var wf []txnlock.TxnID
 			if ok {

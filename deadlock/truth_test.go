@@ -498,7 +498,7 @@ func (s *truthSched) request(sl *truthSlot, cf, key int, mode txnlock.Mode) erro
 	// The waiter's goroutine (lockwait.Waiter.report).
 	s.broken = s.broken[:0]
 	deadlocks := s.coreStats().Deadlocks
-	edge := txnlock.WaitEdge{Waiter: w, Lock: w.Lock, Since: w.Since, Stamp: w.Stamp, Blockers: w.Blocked}
+	edge := txnlock.WaitEdge{Waiter: w, Stamp: w.Stamp, Blockers: w.Blocked}
 	tw.inDet = true
 	if s.det.block(edge) && s.cfg.mutation != mutNoCheck {
 		if err := s.det.check(w, w.Txn()); err != nil && s.cfg.mutation != mutNoFail {

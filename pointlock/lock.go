@@ -173,7 +173,7 @@ func (m *Manager) enqueueLocked(st *stripe, l *locktable.Lock, req *txnlock.Requ
 	if m.det != nil {
 		// For the detector's reports; Status takes the key from the Lock.
 		det = l.Det()
-		if !det.Ref.Valid() {
+		if det.Ref.Start().Key() == nil { // not set since the Lock was made
 			det.Ref = txnlock.Point([]byte(l.Key()))
 		}
 		ref.Range = det.Ref

@@ -72,7 +72,8 @@ func (d *SeamDetector) Block(e txnlock.WaitEdge) bool {
 	}
 	d.mu.edges[e.Waiter] = e
 	behind, _ := e.Waiter.Blockers(nil)
-	d.logfLocked("block %d (%v, holds %d) behind %v", uint64(e.Waiter.Txn()), e.Lock, d.counter.LocksHeld(e.Waiter.Txn()), sortedIDs(behind))
+	lock, _ := e.Waiter.Requested()
+	d.logfLocked("block %d (%v, holds %d) behind %v", uint64(e.Waiter.Txn()), lock, d.counter.LocksHeld(e.Waiter.Txn()), sortedIDs(behind))
 	return true
 }
 
@@ -92,7 +93,6 @@ func (d *SeamDetector) Unblock(w txnlock.Waiter) {
 func (d *SeamDetector) Check(w txnlock.Waiter) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	me := d.mu.edges[w]
 	blockers, ok := w.Blockers(nil)
 	direct, ok2 := w.WaitsFor(nil)
 	if !ok || !ok2 {
@@ -104,14 +104,16 @@ func (d *SeamDetector) Check(w txnlock.Waiter) error {
 		if b == w.Txn() {
 			continue
 		}
-		for ow, oe := range d.mu.edges {
+		for ow := range d.mu.edges {
 			if ow.Txn() != b || !ow.Active() {
 				continue
 			}
 			if theirs, ok := ow.Blockers(nil); ok && slices.Contains(theirs, w.Txn()) {
 				d.logfLocked("check %d: cycle with %d", uint64(w.Txn()), uint64(b))
+				mine, _ := w.Requested()
+				other, _ := ow.Requested()
 				return &txnlock.DeadlockError{Victim: w.Txn(), Cycle: []txnlock.CycleEntry{
-					{Txn: w.Txn(), Lock: me.Lock}, {Txn: b, Lock: oe.Lock}}}
+					{Txn: w.Txn(), Lock: mine}, {Txn: b, Lock: other}}}
 			}
 		}
 	}

@@ -127,6 +127,9 @@ func (w *Waiter) WatchGrants(c *atomic.Uint32) { w.grants, w.grantsAt = c, c.Loa
 // unless the manager watches its grants (WatchGrants) and none came.
 func (w *Waiter) Regranted() bool { return w.grants == nil || w.grants.Load() != w.grantsAt }
 
+// Requested is what w requests and when its wait began (txnlock.Waiter).
+func (w *Waiter) Requested() (txnlock.LockRef, time.Time) { return w.Lock, w.Since }
+
 // Claim takes the waiter for a grant unless its wait already ended, and
 // reports whether it did. The manager calls it under its lock and, if it
 // returns true, unlinks the waiter, records it as a holder, and then calls
@@ -229,7 +232,7 @@ func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.
 // report tells det about the wait and, if check and Block asks for it,
 // runs the detector's Check, failing the wait if it must give up.
 func (w *Waiter) report(det txnlock.WaitGraph, check bool) {
-	edge := txnlock.WaitEdge{Waiter: w, Lock: w.Lock, Since: w.Since, Stamp: w.Stamp, Blockers: w.Blocked}
+	edge := txnlock.WaitEdge{Waiter: w, Stamp: w.Stamp, Blockers: w.Blocked}
 	if det.Block(edge) && check {
 		if err := det.Check(w); err != nil {
 			w.Fail(err)
