@@ -48,12 +48,17 @@ func newReportRig(t *testing.T) *reportRig {
 	return r
 }
 
-// manager is the rig's point or range manager.
-func (r *reportRig) manager(kind string) txnlock.Manager {
-	if kind == "range" {
-		return r.ranges
-	}
-	return r.points
+// inEachManager runs fn on a new rig, once with its point manager and
+// once with its range manager.
+func inEachManager(t *testing.T, fn func(t *testing.T, r *reportRig, m txnlock.Manager)) {
+	t.Run("point", func(t *testing.T) {
+		r := newReportRig(t)
+		fn(t, r, r.points)
+	})
+	t.Run("range", func(t *testing.T) {
+		r := newReportRig(t)
+		fn(t, r, r.ranges)
+	})
 }
 
 // lock takes a lock that is granted at once.
@@ -120,43 +125,35 @@ func TestReportThreeCycle(t *testing.T) {
 // waits for T2's request, not for T1. T1's request for c, which T3 holds,
 // closes T1 → T3 → T2 → T1, and the report says so, as Status does.
 func TestReportThroughQueue(t *testing.T) {
-	for _, kind := range []string{"point", "range"} {
-		t.Run(kind, func(t *testing.T) {
-			r := newReportRig(t)
-			m := r.manager(kind)
-			r.lock(m, 1, pt("a"), txnlock.Shared)
-			r.lock(m, 3, pt("c"), txnlock.Exclusive)
-			r.wait(m, 2, pt("a"), txnlock.Exclusive)
-			r.wait(m, 3, pt("a"), txnlock.Shared)
-			for _, w := range m.Status().Waits {
-				if w.Txn == 3 {
-					require.Equal(t, []txnlock.TxnID{2}, w.Blockers)
-				}
+	inEachManager(t, func(t *testing.T, r *reportRig, m txnlock.Manager) {
+		r.lock(m, 1, pt("a"), txnlock.Shared)
+		r.lock(m, 3, pt("c"), txnlock.Exclusive)
+		r.wait(m, 2, pt("a"), txnlock.Exclusive)
+		r.wait(m, 3, pt("a"), txnlock.Shared)
+		for _, w := range m.Status().Waits {
+			if w.Txn == 3 {
+				require.Equal(t, []txnlock.TxnID{2}, w.Blockers)
 			}
-			require.Equal(t, ""+
-				"1 waits for [c] X, blocked by [txn 3], holding 1\n"+
-				"3 waits for [a] S, blocked by [txn 2], holding 1\n"+
-				"2 waits for [a] X, blocked by [txn 1], holding 0\n",
-				r.closeCycle(m, 1, pt("c"), txnlock.Exclusive))
-		})
-	}
+		}
+		require.Equal(t, ""+
+			"1 waits for [c] X, blocked by [txn 3], holding 1\n"+
+			"3 waits for [a] S, blocked by [txn 2], holding 1\n"+
+			"2 waits for [a] X, blocked by [txn 1], holding 0\n",
+			r.closeCycle(m, 1, pt("c"), txnlock.Exclusive))
+	})
 }
 
 // TestReportUpgrade: two Shared holders both ask for Exclusive.
 func TestReportUpgrade(t *testing.T) {
-	for _, kind := range []string{"point", "range"} {
-		t.Run(kind, func(t *testing.T) {
-			r := newReportRig(t)
-			m := r.manager(kind)
-			r.lock(m, 1, pt("k"), txnlock.Shared)
-			r.lock(m, 2, pt("k"), txnlock.Shared)
-			r.wait(m, 1, pt("k"), txnlock.Exclusive)
-			require.Equal(t, ""+
-				"2 waits for [k] X, blocked by [txn 1], holding 1\n"+
-				"1 waits for [k] X, blocked by [txn 2], holding 1\n",
-				r.closeCycle(m, 2, pt("k"), txnlock.Exclusive))
-		})
-	}
+	inEachManager(t, func(t *testing.T, r *reportRig, m txnlock.Manager) {
+		r.lock(m, 1, pt("k"), txnlock.Shared)
+		r.lock(m, 2, pt("k"), txnlock.Shared)
+		r.wait(m, 1, pt("k"), txnlock.Exclusive)
+		require.Equal(t, ""+
+			"2 waits for [k] X, blocked by [txn 1], holding 1\n"+
+			"1 waits for [k] X, blocked by [txn 2], holding 1\n",
+			r.closeCycle(m, 2, pt("k"), txnlock.Exclusive))
+	})
 }
 
 // TestReportPointAndRange: T1 holds row x in the point manager and waits
