@@ -53,10 +53,12 @@ func (as *attachments) remove(a *attachment) {
 
 // Attach connects a lock manager to the detector (txnlock.Detector); a
 // manager calls it when it is created with the detector in its
-// WaitOptions, and a user never needs to.
+// WaitOptions, and a user never needs to. A nil c counts no locks.
 func (d *Detector) Attach(c txnlock.LockCounter) txnlock.WaitGraph {
 	a := &attachment{d: d, c: c}
-	d.att.add(a)
+	if c != nil {
+		d.att.add(a)
+	}
 	return a
 }
 

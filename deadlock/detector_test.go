@@ -19,6 +19,25 @@ func twoCycle(d *Detector) (*testWaiter, *testWaiter) {
 	return w1, w2
 }
 
+// TestAttachNilCounter: a manager attached without a counter counts no
+// locks; a report does not fail for it, and Detach is safe twice.
+func TestAttachNilCounter(t *testing.T) {
+	d, err := New(Options{})
+	require.NoError(t, err)
+	defer d.Close()
+	g := d.Attach(nil)
+	d.Attach(heldLocks{1: 2, 2: 3})
+	w1, w2 := newTestWaiter(1, 2), newTestWaiter(2, 1)
+	g.Block(w1.edge())
+	require.True(t, g.Block(w2.edge()))
+	var de *txnlock.DeadlockError
+	require.ErrorAs(t, g.Check(w2), &de)
+	require.Equal(t, 3, de.Cycle[0].LocksHeld)
+	require.Equal(t, 2, de.Cycle[1].LocksHeld)
+	g.Detach()
+	g.Detach()
+}
+
 // TestBackgroundGoroutineDeferred: in OnBlock mode a tripped search is
 // handed to the real background goroutine, which breaks the cycle and
 // fails the victim through its Waiter; OnDeadlock sees it, outside the
