@@ -43,7 +43,10 @@ func (e *StorageError) Unwrap() []error { return []error{ErrStorage, e.Err} }
 // fails every later call with the same error; close it and reopen the
 // store in a fresh process. A Fatalf raised in one of Pebble's background
 // goroutines (a flush, a compaction, a MANIFEST write it makes on its
-// own) cannot be recovered there and still stops the process.
+// own) cannot be recovered there and still stops the process, and so does
+// a WAL that fails while Pebble rotates it to a new memtable (Pebble
+// panics there with its mutex released, which the Go runtime turns into
+// a fatal error).
 type FatalError struct {
 	Msg string // Pebble's message
 }
