@@ -143,9 +143,37 @@ func TestDeadlockThroughPointAndRangeLocks(t *testing.T) {
 }
 
 // TestDeadlockThroughQueue: the cycle runs through a queued request, not
-// a holder. T1 holds [a]; T2 waits for [a, c] (for T1); T1's request for
-// b must queue behind T2 (FIFO), so T1 waits for T2 waits for T1.
+// a holder. T3 holds [d]; T2 waits for [b, d] (for T3); T1, which holds
+// [a], asks for [b] and queues behind T2 (FIFO: T2 does not wait for T1,
+// so T1 does not skip it); T3's request for [a] closes T3 → T1 → T2 → T3.
 func TestDeadlockThroughQueue(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	det := newDetector(t)
+	defer det.Close()
+	m := newRangeManager(t, det)
+	defer m.Close()
+	ctx := context.Background()
+
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 3, Range: point("d"), Mode: txnlock.Exclusive}))
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("a"), Mode: txnlock.Exclusive}))
+	t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "b", "d"), Mode: txnlock.Exclusive})
+	waitUntilWaiting(t, m, 2)
+	t1 := asyncLock(m, txnlock.Request{Txn: 1, Range: point("b"), Mode: txnlock.Exclusive})
+	waitUntilWaiting(t, m, 1)
+	waitUntilReported(t, det, 2)
+	err := m.Lock(ctx, txnlock.Request{Txn: 3, Range: point("a"), Mode: txnlock.Shared})
+	requireDeadlock(t, err, 1, 2, 3)
+	require.NoError(t, m.UnlockAll(3))
+	require.NoError(t, <-t2)
+	require.NoError(t, m.UnlockAll(2))
+	require.NoError(t, <-t1)
+	require.NoError(t, m.UnlockAll(1))
+}
+
+// TestHolderSkipsWideWaiter: T1 holds [a]; T2 waits for [a, c], for T1.
+// T1's request for [b], inside T2's range, does not queue behind T2,
+// which cannot be granted before T1 ends: it is granted at once.
+func TestHolderSkipsWideWaiter(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	det := newDetector(t)
 	defer det.Close()
@@ -156,11 +184,10 @@ func TestDeadlockThroughQueue(t *testing.T) {
 	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("a"), Mode: txnlock.Exclusive}))
 	t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "c"), Mode: txnlock.Exclusive})
 	waitUntilWaiting(t, m, 2)
-	waitUntilReported(t, det, 1)
-	err := m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("b"), Mode: txnlock.Shared})
-	requireDeadlock(t, err, 1, 2)
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("b"), Mode: txnlock.Shared, Timeout: txnlock.NoWait}))
 	require.NoError(t, m.UnlockAll(1))
 	require.NoError(t, <-t2)
+	require.NoError(t, m.UnlockAll(2))
 }
 
 // TestDeadlockAfterUpgrade: an upgrade that goes ahead of the queue makes

@@ -1,8 +1,12 @@
 package rangelock
 
 import (
+	"slices"
+
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/latch"
 	"github.com/txnlock/txnlock/internal/lockwait"
+	"github.com/txnlock/txnlock/internal/waitsfor"
 )
 
 // The deadlock detector asks; rangelock tells it nothing. A queued waiter
@@ -10,19 +14,18 @@ import (
 // detector, from any goroutine and with no latch of the manager held, asks
 // it whom the wait is blocked by (Blockers) and whom it waits for directly
 // (WaitsFor). Each answer comes from the live lock table, under the
-// latches that guard the waiter's queue: its stripe's latch for a point
-// waiter, every stripe latch of the family, in index order, for a wide
-// waiter (a search is rare, and a wide waiter's conflicts are spread over
-// the stripes). A grant, a release or an escalation costs the detector
-// nothing.
+// latch(es) that guard the waiter's queue: its stripe's for a point
+// waiter, every latch of the family for a wide one (one latch: a family
+// with a wide waiter is fused). A grant, a release or an escalation costs
+// the detector nothing.
 //
 // Blockers is contracted: a shared point waiter (no overlapping wide
 // waiter was queued ahead of it) is blocked by its key's holders, point
 // and wide (keyHoldersLocked); its queue is not walked (points.go says why
 // that is exact). A point waiter queued behind an overlapping wide waiter,
-// and a wide waiter, are answered with their own conflicts
-// (blockersLocked): the holders they conflict with and the conflicting
-// requests queued ahead. WaitsFor, by which the detector confirms a
+// and a wide waiter, are answered with their nearest blockers
+// (nearestBlockersLocked), by which every request they wait for is
+// reached. WaitsFor, by which the detector confirms a
 // cycle, is the key's Lock as it will stand once the waits that ended have
 // left it (locktable.Lock.SettledWaitsFor) for a shared point waiter in a
 // stripe without range locks, and its own conflicts (blockersLocked) for
@@ -41,11 +44,12 @@ var _ lockwait.Source = (*detectorSource)(nil)
 // closed or dropped).
 func (d *detectorSource) Blockers(lw *lockwait.Waiter, dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
 	f, w := d.f, waiterOf(lw)
-	if !f.lockWaiting(w) {
+	held, ok := f.lockWaiting(w)
+	if !ok {
 		return dst, false
 	}
 	dst = f.detBlockersLocked(w, dst)
-	f.unlockReqLocks(&w.request)
+	f.unlockReqLocks(held)
 	return dst, true
 }
 
@@ -53,16 +57,17 @@ func (d *detectorSource) Blockers(lw *lockwait.Waiter, dst []txnlock.TxnID) ([]t
 // if lw no longer waits.
 func (d *detectorSource) WaitsFor(lw *lockwait.Waiter, dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
 	f, w := d.f, waiterOf(lw)
-	if !f.lockWaiting(w) {
+	held, ok := f.lockWaiting(w)
+	if !ok {
 		return dst, false
 	}
-	if w.shared && f.stripes[w.stripe].tree.Len() == 0 {
+	if w.shared && f.tree.Len() == 0 {
 		// Only point requests on the key: the lock as it will stand.
 		dst = w.lock.SettledWaitsFor(dst, lw)
 	} else {
 		dst = f.blockersLocked(&w.request, w.seq, dst)
 	}
-	f.unlockReqLocks(&w.request)
+	f.unlockReqLocks(held)
 	return dst, true
 }
 
@@ -73,14 +78,14 @@ type lockCounter struct{ m *Manager }
 var _ txnlock.LockCounter = lockCounter{}
 
 // LocksHeld is how many ranges txn holds in the manager: in each family
-// it touched, its wide locks (every stripe's tree has a copy) and its
+// it touched, its wide locks (in the family's tree) and its
 // points, counted under that family's latches.
 func (c lockCounter) LocksHeld(txn txnlock.TxnID) int {
 	n := 0
 	for _, f := range c.m.txns.families(txn) {
 		f.lockStripes()
 		if f.dead == nil {
-			n += f.stripes[0].tree.TxnCount(txn)
+			n += f.tree.TxnCount(txn)
 			for _, sp := range c.m.txns.pointsIn(txn, f) {
 				n += sp.list.Len()
 			}
@@ -91,26 +96,71 @@ func (c lockCounter) LocksHeld(txn txnlock.TxnID) int {
 }
 
 // lockWaiting takes the lock(s) that guard waiter w's queue and reports
-// whether w still waits there; if not, it releases them again. Under
-// those locks an active waiter is linked: only a holder of them grants it,
-// and a failed waiter stays linked until its goroutine takes them to
-// leave. A closed or dropped family has failed its waiters.
-func (f *family) lockWaiting(w *waiter) bool {
-	f.lockReqLocks(&w.request)
+// whether w still waits there, with what unlockReqLocks needs; if not, it
+// releases them again. Under those locks an active waiter is linked: only
+// a holder of them grants it, and a failed waiter stays linked until its
+// goroutine takes them to leave. A closed or dropped family has failed
+// its waiters.
+func (f *family) lockWaiting(w *waiter) (*latch.Mutex, bool) {
+	held := f.lockReqLocks(&w.request)
 	if f.dead != nil || !w.lw.Active() {
-		f.unlockReqLocks(&w.request)
-		return false
+		f.unlockReqLocks(held)
+		return nil, false
 	}
-	return true
+	return held, true
 }
 
 // detBlockersLocked appends to dst what the detector's Blockers answers
 // for waiter w, which is linked: its key's holders if w is shared (w's
-// own transaction among them if it upgrades), else its own conflicts.
-// w's lock(s) are held.
+// own transaction among them if it upgrades), else its nearest blockers
+// (nearestBlockersLocked). w's lock(s) are held.
 func (f *family) detBlockersLocked(w *waiter, dst []txnlock.TxnID) []txnlock.TxnID {
 	if w.shared {
 		return f.stripes[w.stripe].keyHoldersLocked(w.lock, dst)
 	}
-	return f.blockersLocked(&w.request, w.seq, dst)
+	return f.nearestBlockersLocked(&w.request, w.seq, dst)
+}
+
+// nearestBlockersLocked appends to dst, sorted and once each, the
+// blockers of q (at queue position seq) by the rule of Status
+// (txnlock.WaitStatus.Blockers): the nearest conflicting requests queued
+// ahead on each part of q's range (waitsfor.Spread; none for an
+// upgrade), and the conflicting holders that none of those requests
+// conflicts with itself (all of them if no request is listed). Every
+// request q waits for is then reached through the lists, transitively,
+// so a search finds every cycle, and the graph keeps a few edges per
+// waiter where q's own conflicts (blockersLocked) can be every waiter
+// queued ahead of it. Each listed edge is among blockersLocked, by which
+// the detector confirms a cycle. q's lock(s) are held.
+func (f *family) nearestBlockersLocked(q *request, seq uint64, dst []txnlock.TxnID) []txnlock.TxnID {
+	base := len(dst)
+	var ahead []*waiter
+	if !q.upgrade {
+		ahead = f.queuedAheadLocked(q, seq)
+	}
+	if len(ahead) > 0 {
+		queued := make([]waitsfor.Queued, len(ahead))
+		for i, w := range ahead {
+			queued[i] = waitsfor.Queued{Txn: w.txn, Mode: w.mode, Range: w.r}
+		}
+		dst = waitsfor.Spread(dst, queued, q.txn, q.mode)
+	}
+	listed := len(dst)
+	// reached reports whether a listed request waits for holder owner of
+	// held in heldMode itself.
+	reached := func(owner txnlock.TxnID, held func(r txnlock.Range) bool, heldMode txnlock.Mode) bool {
+		for _, w := range ahead {
+			if w.txn != owner && !heldMode.Compatible(w.mode) && held(w.r) &&
+				slices.Contains(dst[base:listed], w.txn) {
+				return true
+			}
+		}
+		return false
+	}
+	f.heldConflictsLocked(q, func(owner txnlock.TxnID, held func(r txnlock.Range) bool, heldMode txnlock.Mode) {
+		if listed == base || !reached(owner, held, heldMode) {
+			dst = append(dst, owner)
+		}
+	})
+	return sortUnique(dst, base)
 }

@@ -207,7 +207,9 @@ func TestSourceContraction(t *testing.T) {
 }
 
 // TestSourceBehindWide: a point waiter behind an overlapping wide waiter
-// is answered with its own conflicts, the wide waiter among them.
+// is answered with its nearest blockers, the wide waiter ahead (and the
+// holders that waiter does not wait for), and confirmed with its own
+// conflicts.
 func TestSourceBehindWide(t *testing.T) {
 	h := newAskHarness(t, false)
 	h.lock(1, txnlock.Point([]byte("b")), ex)
@@ -223,7 +225,7 @@ func TestSourceBehindWide(t *testing.T) {
 	require.Equal(t, ids(2), b, "a point waiter behind a wide one waits for it")
 	require.Equal(t, ids(2), wf)
 	b, wf = ask(t, held)
-	require.Equal(t, ids(1, 2), b, "the holder and the wide waiter ahead")
+	require.Equal(t, ids(2), b, "the wide waiter ahead, which waits for the holder itself")
 	require.Equal(t, ids(1, 2), wf, "its own conflicts: the holder and the wide waiter ahead")
 }
 
@@ -248,6 +250,30 @@ func TestSourceWide(t *testing.T) {
 	b, wf = ask(t, s)
 	require.Equal(t, ids(3), b, "2 holds Shared: only the Exclusive waiter ahead blocks")
 	require.Equal(t, ids(3), wf)
+}
+
+// TestSourceWideNearest: a wide waiter behind other waiters is answered
+// with the nearest conflicting request on each part of its range and the
+// conflicting holders that none of those waits for itself; WaitsFor, by
+// which the detector confirms a cycle, is every conflict.
+func TestSourceWideNearest(t *testing.T) {
+	h := newAskHarness(t, false)
+	h.lock(1, txnlock.Point([]byte("a")), ex)
+	h.lock(6, txnlock.Point([]byte("q")), ex)
+	h.lock(8, txnlock.Point([]byte("s")), sh)
+	first, _ := h.wait(context.Background(), 2, incl(t, "a", "c"), ex)  // waits for 1
+	second, _ := h.wait(context.Background(), 3, incl(t, "b", "d"), ex) // waits for 2
+	h.wait(context.Background(), 7, txnlock.Point([]byte("s")), ex)     // waits for 8
+	x, _ := h.wait(context.Background(), 4, incl(t, "a", "z"), ex)
+
+	b, wf := ask(t, first)
+	require.Equal(t, ids(1), b)
+	require.Equal(t, ids(1), wf)
+	b, _ = ask(t, second)
+	require.Equal(t, ids(2), b, "the wide waiter ahead on [b, c]")
+	b, wf = ask(t, x)
+	require.Equal(t, ids(1, 3, 6, 7), b, "3 (nearest on [a, d]), 7 (nearest on s, and it waits for 8 itself), and the holders 1 and 6, which no listed request waits for itself")
+	require.ElementsMatch(t, ids(1, 2, 3, 6, 7, 8), wf, "every conflict: holders, then requests ahead")
 }
 
 // TestSourceUpgrade: an upgrading holder is blocked by the other holders

@@ -28,11 +28,11 @@
 //	            its stripe latch alone (lockPointFast), else family.lock:
 //	            grant, fail (NoWait) or enqueue, unlatch and Wait; a failed
 //	            wait leaves its queue in abandon
-//	points.go   a stripe's point keys (its locktable.Table of Locks, the
-//	            ordered index), their grants and releases; the point
-//	            queue: its re-check and grants, a key's holders
-//	wide.go     wide requests: the every-stripe sections, whom a wide
-//	            request waits for, the wide waiter list, the re-check and
+//	points.go   a stripe's point keys (its locktable.Table of Locks; the
+//	            family's ordered index), their grants and releases; the
+//	            point queue: its re-check and grants, a key's holders
+//	wide.go     the every-latch sections and the two modes; wide requests:
+//	            whom one waits for, the wide waiter list, the re-check and
 //	            grant of wide waiters
 //	release.go  Unlock, UnlockAll: release, re-check only the waiters that
 //	            overlap what was freed, and wake those it grants
@@ -51,24 +51,40 @@
 // # Layout
 //
 // Each column family has S stripes (Options.Stripes). A stripe is a latch
-// over the Locks of the keys that hash to it and a locktree.Tree with a
-// copy of every wide lock of the family:
+// over the Locks of the keys that hash to it. The family keeps its wide
+// locks in one locktree.Tree, its wide waiters in one FIFO list indexed
+// by range (wideindex.go), and, while it has wide activity, one ordered
+// index of the Locks of every stripe:
 //
 //	family (cf 1)
 //	┌──────────┬──────────┬──────────┬──────────┐
 //	│ stripe 0 │ stripe 1 │ stripe 2 │ stripe 3 │  point [k, k]: in stripe hash(k) % S
 //	│ [a] [e]  │ [b]      │ [c] [g]  │ [d]      │
-//	│ [m, p)   │ [m, p)   │ [m, p)   │ [m, p)   │  wide: a copy in every stripe
 //	└──────────┴──────────┴──────────┴──────────┘
-//	wide waiters: one FIFO list per family, indexed by range (wideindex.go)
+//	wide locks [m, p) ...: one locktree     wide waiters: one FIFO list
 //
-// Every lock that can conflict with a point request on k is in k's
-// stripe, so a point request takes one latch (and, with nothing wide in
-// the family, never touches the locktree); a wide request takes every
-// latch and checks one locktree and the points in its range in every
-// stripe. That is the trade: engines take far more point locks than range
-// locks (in MyRocks' published range-locking benchmark, one tree-wide
-// mutex cost 36% of the throughput at 100 threads). A stripe starts with
+// # Striped and fused
+//
+// A family runs in one of two modes. Striped, it has no wide lock and no
+// wide waiter: a point request takes its stripe's latch alone and never
+// touches the locktree, so point requests on different stripes never
+// meet (in MyRocks' published range-locking benchmark, one tree-wide
+// mutex cost 36% of the throughput at 100 threads). Fused, it has wide
+// activity (a wide lock held or a wide request waiting): every stripe is
+// guarded by stripe 0's latch (lockStripe), so a wide request, a release
+// of a wide lock and the detector's question to a wide waiter take one
+// latch and look at one locktree and one ordered index, where striped
+// latches would have them take S latches and search S structures, which
+// under contended small ranges is most of the work. A fused family is
+// serialized as a PerconaFT locktree is; a family of points only keeps
+// its S latches.
+//
+// The mode follows the activity: unlockStripes, the end of every section
+// that holds every latch (the only sections that change the activity),
+// fuses a family that has wide activity and unfuses one that has none.
+// fused is read before and after taking a stripe's latch; it cannot
+// change while any latch a request may hold is held, so the second read
+// tells whether the latch taken is the right one. A stripe starts with
 // what a point request that needs no queue touches and fills whole cache
 // lines, so no two stripes share one; such a request allocates nothing
 // (the table recycles Locks).
@@ -76,26 +92,28 @@
 // # The lazy ordered index
 //
 // Wide requests and escalation scan points in key order; point requests
-// never do. So the stripes keep a B-tree of their Locks only while the
-// family has wide activity (a wide lock held or a wide request waiting):
-// built from the tables when first needed (orderPointsLocked), dropped by
-// unlockStripes once the activity is gone, both with every latch held, so
-// a point request sees the index in every stripe or in none.
+// never do. So the family keeps a B-tree of its Locks only while it is
+// fused: built from the stripes' tables when first needed
+// (orderPointsLocked), dropped by unlockStripes when the family unfuses,
+// both with every latch held, so a point request sees the index whenever
+// it holds the latch that guards it.
 //
 // # Deadlock seam
 //
 // The detector asks; the manager does not tell (detect.go). A waiter is
 // queued with its family's lockwait.Source, and the detector asks it,
 // whenever a search needs it, whom the wait is blocked by and whom it
-// waits for, answered from the live lock table under the latches of the
-// waiter's queue (its stripe; every stripe for a wide waiter). A point
-// waiter with no overlapping wide waiter ahead is blocked by its key's
-// holders, point and wide, as in pointlock: its queue is not walked (exact
-// by the contraction argument of txnlock.Waiter.Blockers; see points.go).
-// A point waiter behind an overlapping wide waiter, and every wide waiter,
-// is answered with its own conflicts: the holders and the requests queued
-// ahead. Grants and releases cost the detector nothing; Block and Unblock
-// run in lockwait.Waiter.Wait, with no latch held.
+// waits for, answered from the live lock table under the latch(es) of the
+// waiter's queue. A point waiter with no overlapping wide waiter ahead is
+// blocked by its key's holders, point and wide, as in pointlock: its
+// queue is not walked (exact by the contraction argument of
+// txnlock.Waiter.Blockers; see points.go). A point waiter behind an
+// overlapping wide waiter, and every wide waiter, is answered with its
+// nearest blockers by the rule of Status, through which every request it
+// waits for is reached, so a search follows a few edges per waiter, not
+// one to every request queued ahead. Grants and releases cost the
+// detector nothing; Block and Unblock run in lockwait.Waiter.Wait, with
+// no latch held.
 //
 // # Lock order
 //
@@ -103,22 +121,21 @@
 //	                 ─▶ a transaction-table shard latch
 //	the Detector's locks ─▶ stripe latches (its questions: detect.go)
 //
-// The detector may ask with its own locks held; the manager never calls
-// it with a latch held, but for WaitGraph.Stamp, which takes no lock. A
-// path that holds one stripe latch and needs them all drops it
-// first (recheckWide). The ordered indexes and the wide waiter list change
-// with every stripe latch held and are read with any one. Latches
-// (internal/latch) spin briefly before they sleep.
+// Fused, a family's one latch is stripe 0's, the first in that order. The
+// detector may ask with its own locks held; the manager never calls it
+// with a latch held, but for WaitGraph.Stamp, which takes no lock. A path
+// that holds one stripe latch and needs them all drops it first
+// (recheckWide). Latches (internal/latch) spin briefly before they sleep.
 //
 // # Memory and escalation
 //
-// MaxLockMemory bounds the bytes the locktrees and point Locks account (a
-// wide lock costs a copy per stripe), counted sloppily (memory.go) so that
-// the hot path does no shared atomic write. A request that would go over
-// it escalates its column family (escalate.go): each transaction's runs of
-// adjacent Exclusive locks, with nobody else's lock or waiter between them
-// and no EscalationBarrier, become one wide lock; if that is not enough,
-// the request fails with ErrLockLimit.
+// MaxLockMemory bounds the bytes the locktree and the point Locks
+// account, counted sloppily for points (memory.go) so that the hot path
+// does no shared atomic write. A request that would go over it escalates
+// its column family (escalate.go): each transaction's runs of two or more
+// adjacent Exclusive locks, with nobody else's lock or waiter between
+// them and no EscalationBarrier, become one wide lock; if that is not
+// enough, the request fails with ErrLockLimit.
 //
 // # Transactions
 //

@@ -17,8 +17,7 @@ import (
 // transaction, and no EscalationBarrier. The merged lock therefore
 // conflicts with nothing it did not conflict with before; it only covers
 // keys nobody else holds or waits for. A run is merged only if that saves
-// segments: a wide lock is stored once per stripe, so a run of points is
-// merged only when it has more points than the family has stripes.
+// segments: two locks or more.
 func (f *family) escalate() {
 	f.lockStripes()
 	defer f.unlockStripes()
@@ -43,6 +42,7 @@ func (f *family) escalate() {
 	for i := range f.stripes {
 		f.stripes[i].syncMemExactLocked(&f.m.mem)
 	}
+	f.syncTreeMemLocked()
 }
 
 // exclusiveRunsLocked returns txn's runs of Exclusive ranges that
@@ -52,7 +52,7 @@ func (f *family) exclusiveRunsLocked(txn txnlock.TxnID) [][]txnlock.Range {
 	// What txn holds Exclusive, in the family as a whole, and how many
 	// segments that costs now.
 	var xs []txnlock.Range
-	f.stripes[0].tree.Holds(txn, func(r txnlock.Range, m txnlock.Mode) bool {
+	f.tree.Holds(txn, func(r txnlock.Range, m txnlock.Mode) bool {
 		if m == txnlock.Exclusive {
 			xs = append(xs, r)
 		}
@@ -70,7 +70,7 @@ func (f *family) exclusiveRunsLocked(txn txnlock.TxnID) [][]txnlock.Range {
 	var runs [][]txnlock.Range
 	var run []txnlock.Range
 	flush := func() {
-		if f.escalationSavesLocked(txn, run) {
+		if len(run) >= 2 { // one segment for two or more
 			runs = append(runs, run)
 		}
 		run = nil
@@ -100,17 +100,14 @@ func (f *family) mayJoinLocked(txn txnlock.TxnID, left, right txnlock.Range) boo
 		other = true
 		return false
 	}
-	if f.stripes[0].tree.Conflicts(txn, gap, txnlock.Exclusive, stop); other {
+	if f.tree.Conflicts(txn, gap, txnlock.Exclusive, stop); other {
 		return false
 	}
-	for i := range f.stripes {
-		f.stripes[i].ascendPointsLocked(gap, func(l *locktable.Lock) bool {
-			other = l.Conflicts(txn, txnlock.Exclusive)
-			return !other
-		})
-		if other {
-			return false
-		}
+	if f.ascendPointsLocked(gap, func(l *locktable.Lock) bool {
+		other = l.Conflicts(txn, txnlock.Exclusive)
+		return !other
+	}); other {
+		return false
 	}
 	// Nobody else may be waiting in the gap either.
 	probe := request{txn: txn, r: gap, mode: txnlock.Exclusive, stripe: wideStripe}
@@ -118,24 +115,6 @@ func (f *family) mayJoinLocked(txn txnlock.TxnID, left, right txnlock.Range) boo
 		return false
 	}
 	return true
-}
-
-// escalationSavesLocked reports whether merging run (ranges of txn, in
-// order) into one wide lock stores fewer segments: a point costs one
-// segment, a wide range one per stripe.
-func (f *family) escalationSavesLocked(txn txnlock.TxnID, run []txnlock.Range) bool {
-	if len(run) < 2 {
-		return false
-	}
-	n := 0
-	for _, r := range run {
-		if _, ok := r.PointKey(); ok {
-			n++
-		} else {
-			n += len(f.stripes)
-		}
-	}
-	return n > len(f.stripes)
 }
 
 // mergeRanges sorts rs and merges overlapping and touching ranges.

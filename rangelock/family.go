@@ -12,20 +12,37 @@ import (
 	"github.com/txnlock/txnlock/locktree"
 )
 
-// family is one column family: its stripes and its wide waiters.
+// family is one column family: its stripes, its wide locks and its wide
+// waiters.
 type family struct {
 	id      txnlock.ColumnFamily
 	m       *Manager
 	stripes []stripe
 
-	// wide is the FIFO list of waiting wide requests. It is modified only
-	// with every stripe mutex held, so any one stripe mutex suffices to
-	// read it.
+	// fused is set while the family has wide activity (wideActiveLocked):
+	// its stripes then share stripe 0's latch (see Fused stripes in the
+	// package doc). It changes only in unlockStripes, with every latch
+	// held, so it is stable while any one latch is held.
+	fused atomic.Bool
+
+	// The fields below, up to seq, are changed with every stripe latch
+	// held (all of them, or stripe 0's while fused) and read with any one.
+
+	// tree holds the family's wide locks.
+	tree *locktree.Tree
+	// treeReported is the part of tree's memory added to the manager's
+	// memBudget.
+	treeReported int64
+	// wide is the FIFO list of waiting wide requests.
 	wide lockwait.Queue
 	// wideIdx indexes the waiters of wide by range; changed with wide.
 	wideIdx wideIndex
-	// The fields below are written with every stripe mutex held and read
-	// with any one.
+	// ordered indexes the Locks of every stripe by key while the family
+	// is fused (orderPointsLocked); nil otherwise. Set and dropped with
+	// every latch held; while fused, stripe 0's latch guards its
+	// changes, so point requests keep it current.
+	ordered      *btree.BTreeG[*locktable.Lock]
+	probe        locktable.Lock    // search key for ordered
 	wideCounters lockwait.Counters // waits of wide requests
 	escalations  uint64
 	// wideSeen is set once any wide lock was granted in the family; until
@@ -44,7 +61,7 @@ type family struct {
 }
 
 // stripe is one slice of a family: the locks of the keys that hash to it
-// (held or waited for), a copy of every wide lock, and its counters.
+// (held or waited for) and its counters.
 type stripe struct {
 	stripeState
 	_ [(64 - unsafe.Sizeof(stripeState{})%64) % 64]byte
@@ -57,7 +74,8 @@ type stripe struct {
 // touches (lockPointFast, a point Unlock, UnlockAll's visit); they move
 // between cores with the mutex. The rest is for waits and wide requests.
 type stripeState struct {
-	// mu guards every other field of the stripe but f and idx.
+	// mu guards every other field of the stripe but f and idx; while the
+	// family is fused, stripe 0's mu guards them instead (lockStripe).
 	mu  latch.Mutex
 	idx int32   // the stripe's index in f.stripes; immutable
 	f   *family // immutable
@@ -78,39 +96,27 @@ type stripeState struct {
 	// manager's memBudget.
 	memReported int64
 
-	// tree holds a copy of every wide lock of the family: the trees of
-	// all stripes have the same content.
-	tree *locktree.Tree
 	// counters counts the point requests of the stripe.
 	counters lockwait.Counters
-
-	// ordered indexes every Lock of points by key while the family has
-	// wide activity (family.orderPointsLocked); nil otherwise. It is set
-	// and dropped with every stripe held, so one stripe mutex suffices
-	// to read whether it is there.
-	ordered *btree.BTreeG[*locktable.Lock]
-	probe   locktable.Lock // search key for ordered
 }
 
 func newFamily(m *Manager, cf txnlock.ColumnFamily) *family {
-	f := &family{id: cf, m: m, stripes: make([]stripe, m.opts.Stripes)}
+	f := &family{id: cf, m: m, stripes: make([]stripe, m.opts.Stripes), tree: locktree.New()}
 	f.src.f = f
 	for i := range f.stripes {
 		s := &f.stripes[i]
 		s.f, s.idx = f, int32(i)
-		s.tree = locktree.New()
 	}
 	return f
 }
 
 // inUseLocked reports whether any lock is held or requested in f.
 func (f *family) inUseLocked() bool {
-	if f.wide.Len() > 0 {
+	if f.wideActiveLocked() {
 		return true
 	}
 	for i := range f.stripes {
-		s := &f.stripes[i]
-		if s.tree.Len() > 0 || s.points.Len() > 0 {
+		if f.stripes[i].points.Len() > 0 {
 			return true
 		}
 	}
@@ -126,8 +132,9 @@ func (f *family) close() {
 	f.forEachWaiterLocked(func(w *waiter) {
 		w.lw.Fail(txnlock.ErrClosed)
 	})
+	f.tree = locktree.New()
+	f.ordered = nil
 	for i := range f.stripes {
-		f.stripes[i].tree = locktree.New()
 		f.stripes[i].resetPointsLocked()
 	}
 	f.resetMemLocked()
@@ -137,7 +144,7 @@ func (f *family) close() {
 // stripe by stripe, then wide waiters. Every stripe is held.
 func (f *family) forEachWaiterLocked(fn func(w *waiter)) {
 	for i := range f.stripes {
-		f.stripes[i].queuedLocked(txnlock.All(), func(l *locktable.Lock) bool {
+		f.stripes[i].points.All(func(_ uint64, l *locktable.Lock) bool {
 			for lw := l.Front(); lw != nil; lw = lw.Next() {
 				fn(waiterOf(lw))
 			}

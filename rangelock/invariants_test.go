@@ -12,7 +12,9 @@ import (
 //   - every Lock is under its key's hash, in its key's stripe, not empty,
 //     and its own invariants hold (locktable.Lock.Verify) where nothing
 //     wide can block its waiters;
-//   - the ordered index, if there, holds exactly the table's Locks;
+//   - the family is fused exactly while it has wide activity, and then
+//     every stripe has an ordered index, which holds exactly the table's
+//     Locks;
 //   - every holder is at its slot in its transaction's Holds for the
 //     stripe, and every hold of those Holds is on a Lock of the table;
 //   - every queued waiter names its Lock, Det().Own counts those that are
@@ -35,6 +37,19 @@ func (m *Manager) checkInvariants() error {
 }
 
 func (f *family) checkLocked() error {
+	if fused, active := f.fused.Load(), f.wideActiveLocked(); f.dead == nil && fused != active {
+		return fmt.Errorf("fused is %v with wide activity %v", fused, active)
+	}
+	if f.dead == nil && (f.ordered != nil) != f.fused.Load() {
+		return fmt.Errorf("an ordered index: %v; fused: %v", f.ordered != nil, f.fused.Load())
+	}
+	n := 0
+	for i := range f.stripes {
+		n += f.stripes[i].points.Len()
+	}
+	if f.ordered != nil && f.ordered.Len() != n {
+		return fmt.Errorf("the ordered index has %d Locks, the tables %d", f.ordered.Len(), n)
+	}
 	for i := range f.stripes {
 		if err := f.checkStripeLocked(&f.stripes[i]); err != nil {
 			return fmt.Errorf("stripe %d: %w", i, err)
@@ -86,8 +101,6 @@ func (f *family) checkStripeLocked(s *stripe) error {
 		return fmt.Errorf("held %d, counted %d", s.held, held)
 	case mem != s.pointMem:
 		return fmt.Errorf("point memory %d, counted %d", s.pointMem, mem)
-	case s.ordered != nil && s.ordered.Len() != s.points.Len():
-		return fmt.Errorf("the ordered index has %d Locks, the table %d", s.ordered.Len(), s.points.Len())
 	}
 	return nil
 }
@@ -100,12 +113,12 @@ func (f *family) checkLockLocked(s *stripe, h uint64, l *locktable.Lock) error {
 	if l.Empty() {
 		return fmt.Errorf("key %q: an empty Lock is kept", key)
 	}
-	if s.ordered != nil {
-		if o, ok := s.ordered.Get(l); !ok || o != l {
+	if f.ordered != nil {
+		if o, ok := f.ordered.Get(l); !ok || o != l {
 			return fmt.Errorf("key %q is not in the ordered index", key)
 		}
 	}
-	if s.tree.Len() == 0 && f.wide.Len() == 0 {
+	if f.tree.Len() == 0 && f.wide.Len() == 0 {
 		if err := l.Verify(); err != nil {
 			return err
 		}

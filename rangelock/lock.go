@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/latch"
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/internal/optcheck"
@@ -158,9 +159,9 @@ const newRequest = ^uint64(0)
 // builds no request.
 func (f *family) lockPointFast(txn txnlock.TxnID, key []byte, h uint64, si int, mode txnlock.Mode) (done bool, err error) {
 	s := &f.stripes[si]
-	s.mu.Lock()
+	mu := f.lockStripe(si)
 	done, err = s.lockPointFastLocked(txn, key, h, mode)
-	s.mu.Unlock()
+	mu.Unlock()
 	return done, err
 }
 
@@ -176,7 +177,7 @@ func (s *stripe) lockPointFastLocked(txn txnlock.TxnID, key []byte, h uint64, mo
 		if !l.ModeOf(txn).Covers(mode) {
 			return false, nil // held by another, an upgrade, or queued for
 		}
-	case f.wide.Len() > 0 || s.tree.Len() > 0:
+	case f.fused.Load():
 		return false, nil // a wide lock or waiter may overlap key
 	case !f.m.mem.fitsPointLocked(s, len(key)):
 		return false, nil // escalation, or ErrLockLimit
@@ -196,11 +197,12 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 	if !q.point() {
 		m.txns.noteWide(q.txn, f)
 	}
+	var held *latch.Mutex // what lockReqLocks took
 	for escalated := false; ; escalated = true {
-		f.lockReqLocks(q)
+		held = f.lockReqLocks(q)
 		if f.dead != nil {
 			err := f.dead
-			f.unlockReqLocks(q)
+			f.unlockReqLocks(held)
 			return nil, err
 		}
 		if !q.point() {
@@ -211,7 +213,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 		}
 		if f.coveredLocked(q, q.mode) {
 			f.countersLocked(q).Acquired++ // a re-lock is a no-op
-			f.unlockReqLocks(q)
+			f.unlockReqLocks(held)
 			return nil, nil
 		}
 		if m.mem.fitsLocked(f, q) {
@@ -219,10 +221,10 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 		}
 		if escalated {
 			f.countersLocked(q).Limits++
-			f.unlockReqLocks(q)
+			f.unlockReqLocks(held)
 			return nil, txnlock.ErrLockLimit
 		}
-		f.unlockReqLocks(q)
+		f.unlockReqLocks(held)
 		f.escalate()
 	}
 
@@ -240,17 +242,17 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 	}
 	if !blocked {
 		f.acquireLocked(q, l)
-		f.unlockReqLocks(q)
+		f.unlockReqLocks(held)
 		return nil, nil
 	}
 	if timeout == txnlock.NoWait {
 		f.countersLocked(q).Timeouts++
 		report := f.waitsForLocked(q, newRequest, l, nil, nil)
-		f.unlockReqLocks(q)
+		f.unlockReqLocks(held)
 		return report, txnlock.ErrLockTimeout
 	}
 	w := f.enqueueLocked(q, l)
-	f.unlockReqLocks(q)
+	f.unlockReqLocks(held)
 	if m.queued != nil {
 		m.queued(q.txn)
 	}
@@ -266,20 +268,21 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 	return report, err
 }
 
-// lockReqLocks takes the stripe mutex of a point request, or every stripe
-// mutex for a wide one.
-func (f *family) lockReqLocks(q *request) {
+// lockReqLocks takes the latch of a point request's stripe (lockStripe)
+// and returns it, or every latch of the family for a wide request
+// (lockStripes) and returns nil.
+func (f *family) lockReqLocks(q *request) *latch.Mutex {
 	if q.point() {
-		f.stripes[q.stripe].mu.Lock()
-		return
+		return f.lockStripe(q.stripe)
 	}
 	f.lockStripes()
+	return nil
 }
 
-// unlockReqLocks releases what lockReqLocks took.
-func (f *family) unlockReqLocks(q *request) {
-	if q.point() {
-		f.stripes[q.stripe].mu.Unlock()
+// unlockReqLocks releases what lockReqLocks took and returned.
+func (f *family) unlockReqLocks(held *latch.Mutex) {
+	if held != nil {
+		held.Unlock()
 		return
 	}
 	f.unlockStripes()
@@ -303,9 +306,9 @@ func (f *family) coveredLocked(q *request, mode txnlock.Mode) bool {
 		if l := s.lockOfLocked(q.h, q.key); l != nil && l.ModeOf(q.txn).Covers(mode) {
 			return true
 		}
-		return s.tree.Len() > 0 && s.tree.Covered(q.txn, q.r, mode)
+		return f.tree.Len() > 0 && f.tree.Covered(q.txn, q.r, mode)
 	}
-	return f.stripes[0].tree.Covered(q.txn, q.r, mode)
+	return f.tree.Covered(q.txn, q.r, mode)
 }
 
 // acquireLocked grants q at once; l is the Lock of a point request's key,
@@ -376,7 +379,7 @@ func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 // further, so a timeout on a hot key does not walk its queue.
 func (f *family) waitsForLocked(q *request, seq uint64, l *locktable.Lock, self *lockwait.Waiter, dst []txnlock.TxnID) []txnlock.TxnID {
 	if q.point() && f.wide.Len() == 0 {
-		if l != nil && f.stripes[q.stripe].tree.Len() == 0 {
+		if l != nil && f.tree.Len() == 0 {
 			// The key's Lock knows every holder and every request.
 			if self != nil {
 				return l.WaitsFor(dst, self)
@@ -428,7 +431,7 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 	rs := []txnlock.Range{w.r}
 	if w.point() {
 		s := &f.stripes[w.stripe]
-		s.mu.Lock()
+		mu := f.lockStripe(w.stripe)
 		finish(&s.counters)
 		l := w.lock
 		l.Leave(w.lw)
@@ -442,7 +445,7 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 		// The overlapping wide waiters: those queued behind w may wait
 		// for it no more.
 		wide := f.wide.Len() > 0 && f.wideOverlapsLocked(rs)
-		s.mu.Unlock()
+		mu.Unlock()
 		f.recheckWide(wide, rs)
 		return blockers
 	}
@@ -451,9 +454,7 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 	finish(&f.wideCounters)
 	f.wide.Remove(w.lw)
 	f.wideIdx.remove(w)
-	for i := range f.stripes {
-		f.recheckStripeLocked(&f.stripes[i], rs)
-	}
+	f.recheckPointsLocked(rs)
 	f.recheckWideLocked(rs)
 	return blockers
 }

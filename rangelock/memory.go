@@ -25,8 +25,11 @@ func (b *memBudget) init(max int64) {
 	b.slack = min(16<<10, max>>10)
 }
 
-// lockMemory is what s's tree accounts for its locks.
-func (s *stripe) lockMemory() int64 { return s.tree.Memory() - emptyTreeMemory + s.pointMem }
+// lockMemory is what s accounts for its point locks.
+func (s *stripe) lockMemory() int64 { return s.pointMem }
+
+// treeMemory is what f's tree accounts for its wide locks.
+func (f *family) treeMemory() int64 { return f.tree.Memory() - emptyTreeMemory }
 
 // syncMemLocked reports s's change in lock memory if it exceeds the slack.
 func (s *stripe) syncMemLocked(b *memBudget) {
@@ -44,17 +47,28 @@ func (s *stripe) syncMemExactLocked(b *memBudget) {
 	}
 }
 
-// resetMemLocked takes every stripe of f out of the budget (Close, drop).
-// Every stripe is held.
+// syncTreeMemLocked reports all of the change in f's tree memory: wide
+// locks change far more rarely than points. Every stripe is held.
+func (f *family) syncTreeMemLocked() {
+	if d := f.treeMemory() - f.treeReported; d != 0 {
+		f.m.mem.total.Add(d)
+		f.treeReported += d
+	}
+}
+
+// resetMemLocked takes f out of the budget (Close, drop). Every stripe is
+// held.
 func (f *family) resetMemLocked() {
 	for i := range f.stripes {
 		s := &f.stripes[i]
 		f.m.mem.total.Add(-s.memReported)
 		s.memReported = 0
 	}
+	f.m.mem.total.Add(-f.treeReported)
+	f.treeReported = 0
 }
 
-// lockEstimate is what acquiring r adds to one stripe at most, roughly: a
+// lockEstimate is what acquiring r adds at most, roughly: a
 // segment or point lock, its key bytes, its B-tree slot and index entry,
 // and the split of a neighbour.
 func lockEstimate(size int) int64 { return 128 + 2*int64(size) }
@@ -77,11 +91,10 @@ func (b *memBudget) fitsLocked(f *family, q *request) bool {
 	if q.point() {
 		return b.fitsPointLocked(&f.stripes[q.stripe], len(q.key))
 	}
-	est := lockEstimate(q.r.Size())
-	n := b.total.Load()
+	n := b.total.Load() + lockEstimate(q.r.Size())
 	for i := range f.stripes {
 		s := &f.stripes[i]
-		n += s.lockMemory() - s.memReported + est
+		n += s.lockMemory() - s.memReported
 	}
 	return n <= b.max
 }

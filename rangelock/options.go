@@ -12,8 +12,8 @@ import (
 // lock manager allows 64 MiB of lock memory too.
 const DefaultMaxLockMemory = 64 << 20
 
-// MaxStripes bounds Options.Stripes: a wide request takes every stripe
-// mutex of its column family.
+// MaxStripes bounds Options.Stripes: the first wide request of a striped
+// column family takes every stripe latch (see the package doc).
 const MaxStripes = locktable.MaxStripes
 
 // Options configure a Manager. The zero Options are valid and mean the
@@ -22,9 +22,10 @@ type Options struct {
 	txnlock.WaitOptions
 
 	// Stripes is the number of stripes per column family, a power of two
-	// of at most MaxStripes. A point lock lives in one stripe, a wide
-	// range in all of them: more stripes let more point requests run in
-	// parallel and make wide requests dearer. Default: DefaultStripes().
+	// of at most MaxStripes. A point lock lives in one stripe: more
+	// stripes let more point requests run in parallel while the family
+	// has no wide lock or waiter, and make fusing and unfusing it (one
+	// latch per stripe) dearer. Default: DefaultStripes().
 	Stripes int
 	// MaxLockMemory bounds the bytes of lock memory the manager accounts
 	// (over every column family). Beyond it a request escalates its column
@@ -34,8 +35,7 @@ type Options struct {
 	// EscalationBarrier, if set, says whether escalation must not merge
 	// two adjacent Exclusive ranges left < right of one transaction in cf
 	// (for example because they belong to different indexes). It is
-	// called with every stripe of cf locked and must not call the
-	// Manager. Default: nil, no barrier.
+	// called with every latch of cf held and must not call the Manager. Default: nil, no barrier.
 	EscalationBarrier func(cf txnlock.ColumnFamily, left, right txnlock.Range) bool
 
 	// fixedHash makes the stripe of a key the same in every run (tests
@@ -46,8 +46,8 @@ type Options struct {
 
 // DefaultStripes is Options.Stripes' default: pointlock's (16 ×
 // GOMAXPROCS rounded up to a power of two, at least 16; see
-// internal/locktable.DefaultStripes), but at most 256, since a wide
-// request takes every stripe mutex.
+// internal/locktable.DefaultStripes), but at most 256, since fusing a
+// family takes every stripe latch.
 func DefaultStripes() int { return locktable.DefaultStripes(256) }
 
 // EnsureDefaults fills zero fields with their defaults.

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"unsafe"
 
-	"github.com/google/btree"
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/locktable"
@@ -17,9 +16,9 @@ import (
 // lock of each of its keys, held or waited for, as a locktable.Lock (its
 // holders and its queue of point requests; internal/locktable states the
 // rules, as for pointlock) in a locktable.Table for exact lookups, and,
-// only while the family has wide activity, in an ordered index too (a
-// B-tree, for the range scans of wide requests and escalation; see
-// family.orderPointsLocked). Each transaction has a locktable.Holds per
+// only while the family is fused, in its ordered index too (a B-tree of
+// every stripe's Locks, for the range scans of wide requests and
+// escalation; see family.orderPointsLocked). Each transaction has a locktable.Holds per
 // stripe (in its stripePoints, found through the transaction table) so
 // that releasing all of its points costs what it holds. A locktree
 // segment costs a general rewrite; a point needs none of it, and engines
@@ -93,8 +92,8 @@ func (s *stripe) lockOfLocked(h uint64, key []byte) *locktable.Lock {
 // in the ordered index if s keeps one.
 func (s *stripe) newLockLocked(pos int, h uint64, key []byte) *locktable.Lock {
 	l := s.points.New(pos, h, key)
-	if s.ordered != nil {
-		s.ordered.ReplaceOrInsert(l)
+	if o := s.f.ordered; o != nil {
+		o.ReplaceOrInsert(l)
 	}
 	return l
 }
@@ -120,8 +119,8 @@ func (s *stripe) dropIfEmptyLocked(l *locktable.Lock) {
 
 // dropLocked takes l, which is Empty and under hash h, out of s.
 func (s *stripe) dropLocked(h uint64, l *locktable.Lock) {
-	if s.ordered != nil {
-		s.ordered.Delete(l)
+	if o := s.f.ordered; o != nil {
+		o.Delete(l)
 	}
 	s.points.Delete(h, l)
 }
@@ -167,23 +166,28 @@ func (s *stripe) releasedLocked(l *locktable.Lock) {
 	}
 }
 
-// ascendPointsLocked calls fn for every Lock of s (held, or only waited
+// ascendPointsLocked calls fn for every Lock of f (held, or only waited
 // for) with its key in r until fn returns false: in key order through the
-// ordered index if s has one, else (a status or a caller that does not
-// need the order) by a scan of the table. fn must not change s.points.
-func (s *stripe) ascendPointsLocked(r txnlock.Range, fn func(l *locktable.Lock) bool) {
-	if s.points.Len() == 0 {
-		return
-	}
-	if s.ordered == nil {
-		s.points.All(func(_ uint64, l *locktable.Lock) bool {
-			return !r.Contains(l.KeyBytes()) || fn(l)
-		})
+// ordered index if f has one, else (a caller that does not need the
+// order) by a scan of every stripe's table. fn must not change the
+// tables. Every stripe is held.
+func (f *family) ascendPointsLocked(r txnlock.Range, fn func(l *locktable.Lock) bool) {
+	if f.ordered == nil {
+		for i := range f.stripes {
+			more := true
+			f.stripes[i].points.All(func(_ uint64, l *locktable.Lock) bool {
+				more = !r.Contains(l.KeyBytes()) || fn(l)
+				return more
+			})
+			if !more {
+				return
+			}
+		}
 		return
 	}
 	start := r.Start().Key()
-	s.probe.SetProbe(unsafe.String(unsafe.SliceData(start), len(start)))
-	s.ordered.AscendGreaterOrEqual(&s.probe, func(l *locktable.Lock) bool {
+	f.probe.SetProbe(unsafe.String(unsafe.SliceData(start), len(start)))
+	f.ordered.AscendGreaterOrEqual(&f.probe, func(l *locktable.Lock) bool {
 		if txnlock.Point(l.KeyBytes()).Start().Compare(r.End()) >= 0 {
 			return false
 		}
@@ -192,21 +196,12 @@ func (s *stripe) ascendPointsLocked(r txnlock.Range, fn func(l *locktable.Lock) 
 		}
 		return fn(l)
 	})
-	s.probe.SetProbe("")
+	f.probe.SetProbe("")
 }
 
 // queuedLocked is ascendPointsLocked for the Locks with queued waiters.
-func (s *stripe) queuedLocked(r txnlock.Range, fn func(l *locktable.Lock) bool) {
-	s.ascendPointsLocked(r, func(l *locktable.Lock) bool { return l.Queued() == 0 || fn(l) })
-}
-
-// buildOrderedLocked builds the ordered index of s's Locks.
-func (s *stripe) buildOrderedLocked() {
-	s.ordered = btree.NewG(16, lockLess)
-	s.points.All(func(_ uint64, l *locktable.Lock) bool {
-		s.ordered.ReplaceOrInsert(l)
-		return true
-	})
+func (f *family) queuedLocked(r txnlock.Range, fn func(l *locktable.Lock) bool) {
+	f.ascendPointsLocked(r, func(l *locktable.Lock) bool { return l.Queued() == 0 || fn(l) })
 }
 
 // txnPointsLocked returns txn's Holds in s, registering it in the
@@ -231,7 +226,6 @@ func (s *stripe) forgetTxnLocked(txn txnlock.TxnID) {
 // resetPointsLocked forgets every point lock of s (Close).
 func (s *stripe) resetPointsLocked() {
 	s.points.Reset()
-	s.ordered = nil
 	s.lastTxn, s.lastSP = 0, nil
 	s.held, s.pointMem = 0, 0
 }
@@ -284,13 +278,12 @@ func (s *stripe) releasePointsInLocked(txn txnlock.TxnID, holds *locktable.Holds
 // Exclusive: an upgrade waits for the other holders only, never for the
 // queue.
 func (f *family) pointBlockedLocked(q *request, l *locktable.Lock) bool {
-	s := &f.stripes[q.stripe]
-	wideHeld := s.tree.Len() > 0 && s.tree.HasConflict(q.txn, q.r, q.mode)
+	wideHeld := f.tree.Len() > 0 && f.tree.HasConflict(q.txn, q.r, q.mode)
 	var held txnlock.Mode
 	if l != nil {
 		held = l.ModeOf(q.txn)
 	}
-	if held == 0 && q.mode == txnlock.Exclusive && s.tree.Len() > 0 && s.tree.Covered(q.txn, q.r, txnlock.Shared) {
+	if held == 0 && q.mode == txnlock.Exclusive && f.tree.Len() > 0 && f.tree.Covered(q.txn, q.r, txnlock.Shared) {
 		// Held Shared inside a wide lock, which l does not know of.
 		q.upgrade = true
 		return wideHeld || (l != nil && l.Conflicts(q.txn, q.mode))
@@ -306,7 +299,8 @@ func (f *family) pointBlockedLocked(q *request, l *locktable.Lock) bool {
 
 // wideConflictAheadLocked reports whether an active wide request of
 // another transaction that overlaps point request q and conflicts with it
-// was queued before seq: what q's Lock does not know of its queue.
+// was queued before seq, and q does not skip it (queuedAheadLocked): what
+// q's Lock does not know of its queue.
 func (f *family) wideConflictAheadLocked(q *request, seq uint64) bool {
 	if f.wide.Len() == 0 {
 		return false
@@ -316,7 +310,15 @@ func (f *family) wideConflictAheadLocked(q *request, seq uint64) bool {
 		found = w.seq < seq && w.txn != q.txn && w.lw.Active() && !q.mode.Compatible(w.mode)
 		return !found
 	})
-	return found
+	if !found {
+		return false
+	}
+	for _, w := range f.queuedAheadLocked(q, seq) {
+		if !w.point() && !q.mode.Compatible(w.mode) {
+			return true
+		}
+	}
+	return false
 }
 
 // recheckQueueLocked re-checks the point waiters of l, after something on
@@ -336,12 +338,12 @@ func (f *family) recheckQueueLocked(s *stripe, l *locktable.Lock) {
 	}
 	var blocked func(*lockwait.Waiter) bool
 	xOutside := false
-	if s.tree.Len() > 0 || (l.Queued() > 0 && l.Det().Own > 0) {
+	if f.tree.Len() > 0 || (l.Queued() > 0 && l.Det().Own > 0) {
 		key := txnlock.Point(l.KeyBytes())
-		xOutside = s.tree.Len() > 0 && s.tree.HasConflict(0, key, txnlock.Shared)
+		xOutside = f.tree.Len() > 0 && f.tree.HasConflict(0, key, txnlock.Shared)
 		blocked = func(lw *lockwait.Waiter) bool {
 			w := waiterOf(lw)
-			return (s.tree.Len() > 0 && s.tree.HasConflict(w.txn, key, w.mode)) ||
+			return (f.tree.Len() > 0 && f.tree.HasConflict(w.txn, key, w.mode)) ||
 				(!w.shared && !w.upgrade && f.wideConflictAheadLocked(&w.request, w.seq))
 		}
 	}
@@ -382,25 +384,21 @@ func (f *family) leftQueueLocked(l *locktable.Lock, w *waiter) {
 	}
 }
 
-// recheckStripeLocked re-checks the point waiters of s on keys in rs
-// (ranges just released in s, or the range of a waiter that left). s is
-// held.
-func (f *family) recheckStripeLocked(s *stripe, rs []txnlock.Range) {
-	if s.points.Len() == 0 {
-		return
-	}
+// recheckPointsLocked re-checks the point waiters on keys in rs (ranges
+// just released, or the range of a waiter that left), each key once.
+// Every stripe is held.
+func (f *family) recheckPointsLocked(rs []txnlock.Range) {
 	var ls []*locktable.Lock
 	for _, r := range rs {
 		if k, ok := r.PointKey(); ok {
-			// One key, in one stripe: a probe, not a scan.
-			if h, si := f.m.hashKey(k); si == int(s.idx) {
-				if l := s.lockOfLocked(h, k); l != nil && l.Queued() > 0 {
-					ls = append(ls, l)
-				}
+			// One key: a probe, not a scan.
+			h, si := f.m.hashKey(k)
+			if l := f.stripes[si].lockOfLocked(h, k); l != nil && l.Queued() > 0 {
+				ls = append(ls, l)
 			}
 			continue
 		}
-		s.queuedLocked(r, func(l *locktable.Lock) bool {
+		f.queuedLocked(r, func(l *locktable.Lock) bool {
 			ls = append(ls, l)
 			return true
 		})
@@ -411,7 +409,8 @@ func (f *family) recheckStripeLocked(s *stripe, rs []txnlock.Range) {
 		ls = slices.Compact(ls)
 	}
 	for _, l := range ls {
-		f.recheckQueueLocked(s, l) // l keeps a holder or a waiter: it stays
+		_, si := f.m.hashKey(l.KeyBytes())
+		f.recheckQueueLocked(&f.stripes[si], l) // l keeps a holder or a waiter: it stays
 	}
 }
 
@@ -432,9 +431,9 @@ func (f *family) wideWaiterOverlapsLocked(r txnlock.Range) bool {
 func (s *stripe) keyHoldersLocked(l *locktable.Lock, dst []txnlock.TxnID) []txnlock.TxnID {
 	base := len(dst)
 	dst = l.AppendHolders(dst)
-	if s.tree.Len() > 0 {
+	if s.f.tree.Len() > 0 {
 		// Exclusive conflicts with every mode; txn 0 is nobody.
-		s.tree.Conflicts(0, txnlock.Point(l.KeyBytes()), txnlock.Exclusive, func(owner txnlock.TxnID, _ txnlock.Range, _ txnlock.Mode) bool {
+		s.f.tree.Conflicts(0, txnlock.Point(l.KeyBytes()), txnlock.Exclusive, func(owner txnlock.TxnID, _ txnlock.Range, _ txnlock.Mode) bool {
 			dst = append(dst, owner)
 			return true
 		})

@@ -11,7 +11,7 @@ import (
 // A release re-checks only the waiters that overlap what it freed: the
 // point waiters of a released key (its Lock's Grants: recheckQueueLocked),
 // those under a released wide range (found through the ordered index:
-// recheckStripeLocked), and the overlapping wide waiters (found through
+// recheckPointsLocked), and the overlapping wide waiters (found through
 // wideIndex: recheckWideLocked, with every stripe held; a path that holds
 // one stripe drops it first: recheckWide). A waiter is claimed, recorded
 // and woken under the same lock(s) as the release.
@@ -71,10 +71,10 @@ func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool
 	if point {
 		h, si := f.m.hashKey(k)
 		s := &f.stripes[si]
-		s.mu.Lock()
+		mu := f.lockStripe(si)
 		if f.dead != nil {
 			err := f.dead
-			s.mu.Unlock()
+			mu.Unlock()
 			return err
 		}
 		// Without wide locks of txn, [k, k] is only a point of its
@@ -84,7 +84,7 @@ func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool
 		if !f.wideSeen || !f.m.txns.hasWide(txn, f) {
 			l := s.lockOfLocked(h, k)
 			if l == nil || !s.releaseHoldLocked(l, txn) {
-				s.mu.Unlock()
+				mu.Unlock()
 				return txnlock.ErrNotHeld
 			}
 			s.counters.Released++
@@ -96,16 +96,16 @@ func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool
 				s.dropLocked(h, l)
 			}
 			if f.wide.Len() == 0 {
-				s.mu.Unlock()
+				mu.Unlock()
 				return nil
 			}
 			rs := []txnlock.Range{r}
 			wide := f.wideOverlapsLocked(rs)
-			s.mu.Unlock()
+			mu.Unlock()
 			f.recheckWide(wide, rs)
 			return nil
 		}
-		s.mu.Unlock()
+		mu.Unlock()
 	}
 	f.lockStripes()
 	defer f.unlockStripes()
@@ -115,13 +115,13 @@ func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool
 	return f.unlockWideLocked(txn, r)
 }
 
-// unlockWideLocked releases r of txn from every stripe: from its wide
-// locks (a copy in each stripe) and its points in r (each in its own
-// stripe). Together they must hold all of r, else ErrNotHeld and nothing
-// changes. Every stripe is held.
+// unlockWideLocked releases r of txn: from its wide locks (in the
+// family's tree) and its points in r (each in its own stripe). Together
+// they must hold all of r, else ErrNotHeld and nothing changes. Every
+// stripe is held.
 func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 	var wide, union []txnlock.Range
-	f.stripes[0].tree.Holds(txn, func(h txnlock.Range, _ txnlock.Mode) bool {
+	f.tree.Holds(txn, func(h txnlock.Range, _ txnlock.Mode) bool {
 		if x, ok := intersect(h, r); ok {
 			wide = append(wide, x)
 		}
@@ -146,14 +146,12 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 	if !coversAll(union, r) {
 		return txnlock.ErrNotHeld
 	}
-	for i := range f.stripes {
-		s := &f.stripes[i]
-		for _, x := range wide {
-			if err := s.tree.Release(txn, x, nil); err != nil {
-				panic("rangelock: internal error: releasing a held piece: " + err.Error())
-			}
+	for _, x := range wide {
+		if err := f.tree.Release(txn, x, nil); err != nil {
+			panic("rangelock: internal error: releasing a held piece: " + err.Error())
 		}
 	}
+	f.syncTreeMemLocked()
 	for _, p := range points {
 		p.s.releaseHoldLocked(p.l, txn)
 		p.s.dropIfEmptyLocked(p.l) // a Lock with waiters stays, for the re-check below
@@ -163,9 +161,7 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 	}
 	f.wideCounters.Released++
 	rs := []txnlock.Range{r}
-	for i := range f.stripes {
-		f.recheckStripeLocked(&f.stripes[i], rs)
-	}
+	f.recheckPointsLocked(rs)
 	f.recheckWideLocked(rs)
 	return nil
 }
@@ -186,9 +182,9 @@ func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
 // entry there) and wakes whom that may grant.
 func (f *family) unlockAllPoints(txn txnlock.TxnID, sp *stripePoints) {
 	s := &f.stripes[sp.idx]
-	s.mu.Lock()
+	mu := f.lockStripe(sp.idx)
 	if f.dead != nil {
-		s.mu.Unlock()
+		mu.Unlock()
 		return
 	}
 	var rel *[]txnlock.Range
@@ -198,13 +194,13 @@ func (f *family) unlockAllPoints(txn txnlock.TxnID, sp *stripePoints) {
 	}
 	n := f.releaseAllPointsLocked(s, txn, sp, rel)
 	if n == 0 {
-		s.mu.Unlock()
+		mu.Unlock()
 		return
 	}
 	s.syncMemLocked(&f.m.mem)
 	s.counters.Released += uint64(n)
 	wide := rel != nil && f.wideOverlapsLocked(*rel)
-	s.mu.Unlock()
+	mu.Unlock()
 	if wide {
 		f.lockStripes()
 		f.recheckWideLocked(*rel)
@@ -221,13 +217,12 @@ func (f *family) unlockAllWide(txn txnlock.TxnID, t *famTouch) {
 		return
 	}
 	var wideRel, all []txnlock.Range
+	f.tree.ReleaseAll(txn, func(r txnlock.Range) {
+		wideRel = append(wideRel, r)
+	})
+	f.syncTreeMemLocked()
 	for i := range f.stripes {
 		s := &f.stripes[i]
-		s.tree.ReleaseAll(txn, func(r txnlock.Range) {
-			if i == 0 { // the same in every stripe
-				wideRel = append(wideRel, r)
-			}
-		})
 		// The points' queues are re-checked as they are released, the
 		// keys under the wide locks after.
 		var rel []txnlock.Range
@@ -239,9 +234,9 @@ func (f *family) unlockAllWide(txn txnlock.TxnID, t *famTouch) {
 		})
 		s.syncMemLocked(&f.m.mem)
 		s.counters.Released += uint64(n)
-		f.recheckStripeLocked(s, wideRel)
 		all = append(all, rel...)
 	}
+	f.recheckPointsLocked(wideRel)
 	f.wideCounters.Released += uint64(len(wideRel))
 	all = append(all, wideRel...)
 	if len(all) > 0 && f.wide.Len() > 0 {

@@ -62,7 +62,7 @@ type waitSnap struct {
 
 // copyLocked copies f's locks and active waiters. Every stripe is held.
 func (s *familySnap) copyLocked(f *family) {
-	f.stripes[0].tree.Ascend(func(l locktree.Lock) bool { // wide locks: one copy
+	f.tree.Ascend(func(l locktree.Lock) bool {
 		s.held = append(s.held, holding{l.Owner, l.Range.Clone(), l.Mode})
 		return true
 	})
@@ -377,8 +377,7 @@ func subtractRanges(rs, minus []txnlock.Range) []txnlock.Range {
 // Stats returns the manager's counters, summed over the column families
 // (and over those dropped so far). CurrentLocks counts held point locks (a
 // key with several holders once) and held wide (transaction, range)
-// entries. LockMemory is exact; a wide lock counts once per stripe, as it
-// is stored.
+// entries. LockMemory is exact.
 func (m *Manager) Stats() txnlock.Stats {
 	m.admin.Lock() // no column family is dropped meanwhile
 	defer m.admin.Unlock()
@@ -386,7 +385,8 @@ func (m *Manager) Stats() txnlock.Stats {
 	for _, f := range *m.fams.Load() {
 		f.lockStripes()
 		f.addCountersLocked(&s)
-		s.CurrentLocks += int64(f.stripes[0].tree.Len())
+		s.CurrentLocks += int64(f.tree.Len())
+		s.LockMemory += f.treeMemory()
 		for i := range f.stripes {
 			st := &f.stripes[i]
 			s.CurrentLocks += st.held

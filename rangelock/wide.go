@@ -4,56 +4,102 @@ import (
 	"cmp"
 	"slices"
 
+	"github.com/google/btree"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/latch"
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/waitsfor"
 )
 
-// Wide requests (any range but [k, k]) run with every stripe mutex of
-// the family held. They wait in one FIFO list per family (family.wide),
+// Wide requests (any range but [k, k]) run with every latch of the
+// family held (lockStripes). They wait in one FIFO list per family (family.wide),
 // indexed by range (wideIndex); this file decides whom a wide request
 // waits for (blockersLocked, queuedAheadLocked and its widening rule) and
 // re-checks and grants wide waiters.
 
-// lockStripes takes every stripe mutex in ascending order (the lock order).
+// lockStripes takes every latch of the family: stripe 0's, and, unless
+// the family is fused, the others in ascending order (the lock order).
+// Holding stripe 0's latch, fused cannot change.
 func (f *family) lockStripes() {
-	for i := range f.stripes {
+	f.stripes[0].mu.Lock()
+	if f.fused.Load() {
+		return
+	}
+	for i := 1; i < len(f.stripes); i++ {
 		f.stripes[i].mu.Lock()
 	}
 }
 
-// unlockStripes releases what lockStripes took, first dropping the
-// ordered indexes of points if the family no longer needs them.
+// unlockStripes releases what lockStripes took, first bringing the mode
+// in line with the family's activity: a family with wide activity fuses
+// (its ordered indexes of points stay), one without unfuses (taking the
+// other latches, in order after stripe 0's) and drops its ordered
+// indexes.
 func (f *family) unlockStripes() {
-	if f.stripes[0].ordered != nil && !f.wideActiveLocked() {
-		for i := range f.stripes {
-			f.stripes[i].ordered = nil
+	active := f.wideActiveLocked()
+	switch fused := f.fused.Load(); {
+	case fused && active:
+		f.stripes[0].mu.Unlock()
+		return
+	case fused:
+		for i := 1; i < len(f.stripes); i++ {
+			f.stripes[i].mu.Lock()
 		}
+		f.fused.Store(false)
+	case active:
+		f.fused.Store(true)
+	}
+	if !active {
+		f.ordered = nil
 	}
 	for i := range f.stripes {
 		f.stripes[i].mu.Unlock()
 	}
 }
 
-// wideActiveLocked reports whether the family has wide activity: a wide
-// lock held (the locktrees are not empty) or a wide request waiting. Both
-// change only with every stripe held, so any one stripe suffices to read
-// it. While it holds, every stripe keeps an ordered index of its points.
-func (f *family) wideActiveLocked() bool {
-	return f.wide.Len() > 0 || f.stripes[0].tree.Len() > 0
+// lockStripe takes the latch that guards stripe i, its own or stripe 0's
+// while the family is fused, and returns it for the caller to unlock. A
+// fusion or unfusion between the load of fused and the latch is seen on
+// the second load (either needs the latch taken), and the request tries
+// again.
+func (f *family) lockStripe(i int) *latch.Mutex {
+	for {
+		fused := f.fused.Load()
+		mu := &f.stripes[i].mu
+		if fused {
+			mu = &f.stripes[0].mu
+		}
+		mu.Lock()
+		if f.fused.Load() == fused {
+			return mu
+		}
+		mu.Unlock()
+	}
 }
 
-// orderPointsLocked builds each stripe's ordered index of points, if it
+// wideActiveLocked reports whether the family has wide activity: a wide
+// lock held or a wide request waiting. Both change only with every latch
+// held, so any one suffices to read it. While it holds (once the latches
+// are released) the family is fused and keeps ordered indexes of points.
+func (f *family) wideActiveLocked() bool {
+	return f.wide.Len() > 0 || f.tree.Len() > 0
+}
+
+// orderPointsLocked builds the family's ordered index of points, if it
 // is not there: wide requests and escalation call it before they scan
-// points by range. unlockStripes drops the indexes again once the family
-// has no wide activity left, so a points-only workload never touches a
-// B-tree of points. Every stripe is held.
+// points by range. unlockStripes drops it again once the family has no
+// wide activity left, so a points-only workload never touches a B-tree of
+// points. Every stripe is held.
 func (f *family) orderPointsLocked() {
-	if f.stripes[0].ordered != nil {
+	if f.ordered != nil {
 		return
 	}
+	f.ordered = btree.NewG(16, lockLess)
 	for i := range f.stripes {
-		f.stripes[i].buildOrderedLocked()
+		f.stripes[i].points.All(func(_ uint64, l *locktable.Lock) bool {
+			f.ordered.ReplaceOrInsert(l)
+			return true
+		})
 	}
 }
 
@@ -112,36 +158,41 @@ func (f *family) blockersLocked(q *request, seq uint64, dst []txnlock.TxnID) []t
 // of a point request is held; every stripe for a wide request.
 func (f *family) holderConflictsLocked(q *request, dst []txnlock.TxnID) []txnlock.TxnID {
 	base := len(dst)
-	addHeld := func(owner txnlock.TxnID, _ txnlock.Range, _ txnlock.Mode) bool {
+	f.heldConflictsLocked(q, func(owner txnlock.TxnID, _ func(txnlock.Range) bool, _ txnlock.Mode) {
 		dst = append(dst, owner)
-		return true
-	}
-	add := func(l *locktable.Lock) bool {
+	})
+	return sortUnique(dst, base)
+}
+
+// heldConflictsLocked calls fn for each lock of another transaction that
+// overlaps q and conflicts with it: its owner, whether a range overlaps
+// the lock (held), and its mode. An owner may come more than once. The
+// stripe of a point request is held; every stripe for a wide request.
+func (f *family) heldConflictsLocked(q *request, fn func(owner txnlock.TxnID, held func(r txnlock.Range) bool, heldMode txnlock.Mode)) {
+	point := func(l *locktable.Lock) bool {
+		key := l.KeyBytes()
+		held := func(r txnlock.Range) bool { return r.Contains(key) }
 		l.Holders(func(hd *locktable.Holder) bool {
 			if hd.Txn() != q.txn && !q.mode.Compatible(hd.Mode()) {
-				dst = append(dst, hd.Txn())
+				fn(hd.Txn(), held, hd.Mode())
 			}
 			return true
 		})
 		return true
 	}
-	if q.point() {
-		s := &f.stripes[q.stripe]
-		if l := s.lockOfLocked(q.h, q.key); l != nil {
-			add(l)
-		}
-		if s.tree.Len() > 0 {
-			s.tree.Conflicts(q.txn, q.r, q.mode, addHeld)
-		}
-	} else {
-		// Every stripe has a copy of the wide locks; the points are
-		// spread over the stripes.
-		f.stripes[0].tree.Conflicts(q.txn, q.r, q.mode, addHeld)
-		for i := range f.stripes {
-			f.stripes[i].ascendPointsLocked(q.r, add)
-		}
+	if f.tree.Len() > 0 {
+		f.tree.Conflicts(q.txn, q.r, q.mode, func(owner txnlock.TxnID, r txnlock.Range, m txnlock.Mode) bool {
+			fn(owner, r.Overlaps, m)
+			return true
+		})
 	}
-	return sortUnique(dst, base)
+	if q.point() {
+		if l := f.stripes[q.stripe].lockOfLocked(q.h, q.key); l != nil {
+			point(l)
+		}
+		return
+	}
+	f.ascendPointsLocked(q.r, point) // the points are spread over the stripes
 }
 
 // aheadLocked calls fn for every active waiter of another transaction
@@ -167,15 +218,9 @@ func (f *family) aheadLocked(q *request, seq uint64, fn func(w *waiter) bool) {
 	if !more || q.point() {
 		return
 	}
-	for i := range f.stripes {
-		f.stripes[i].queuedLocked(q.r, func(l *locktable.Lock) bool {
-			more = eachAhead(l, q, seq, fn)
-			return more
-		})
-		if !more {
-			return
-		}
-	}
+	f.queuedLocked(q.r, func(l *locktable.Lock) bool {
+		return eachAhead(l, q, seq, fn)
+	})
 }
 
 // eachAhead calls fn for the waiters of l's queue that are ahead of q (at
@@ -226,13 +271,15 @@ func (f *family) conflictAheadLocked(q *request, seq uint64) bool {
 
 // queuedAheadLocked returns the waiters that aheadLocked visits (active,
 // of other transactions, overlapping q, queued ahead of seq), in queue
-// order, less those that q skips: a wide request never waits for a queued
-// request that cannot be granted before its transaction releases something
-// (waitsfor.Skipped; among the waiters that overlap it: widening a held
-// lock past queued requests that wait for it is the case). A point
-// request skips nothing here: an upgrade skips the whole queue by its
-// flag, and finding the wide waiters that wait for a point request's
-// transaction would take every stripe. q's lock(s) are held.
+// order, less those that q skips: a request never waits for a queued
+// request that cannot be granted before its transaction releases
+// something (waitsfor.Skipped; among the waiters that overlap it: widening
+// a held lock past queued requests that wait for it, or a holder's point
+// request under a wide waiter that waits for it). A point request skips
+// wide waiters only; the requests on its key keep their order in its
+// Lock's queue (so it may still wait in a cycle, which the detector
+// breaks). An upgrade skips the whole queue by its flag. q's lock(s) are held; for a point request that
+// meets a wide waiter, every latch (its family is fused).
 func (f *family) queuedAheadLocked(q *request, seq uint64) []*waiter {
 	var ws []*waiter
 	conflict := false
@@ -242,14 +289,14 @@ func (f *family) queuedAheadLocked(q *request, seq uint64) []*waiter {
 		return true
 	})
 	slices.SortFunc(ws, queueOrder)
-	if q.point() || !conflict {
+	if !conflict || (q.point() && f.wide.Len() == 0) {
 		return ws
 	}
-	held := f.m.txns.pointsIn(q.txn, f)
+	mine := f.txnHoldingsLocked(q.txn)
 	queued := make([]waitsfor.Queued, len(ws))
 	any := false
 	for i, w := range ws {
-		waitsForT := f.conflictsWithTxnLocked(w, q.txn, held)
+		waitsForT := w.conflictsWithAny(mine)
 		queued[i] = waitsfor.Queued{Txn: w.txn, Mode: w.mode, Range: w.r, WaitsForT: waitsForT}
 		any = any || waitsForT
 	}
@@ -259,46 +306,51 @@ func (f *family) queuedAheadLocked(q *request, seq uint64) []*waiter {
 	skip := waitsfor.Skipped(queued)
 	kept := ws[:0]
 	for i, w := range ws {
-		if !skip[i] {
+		// A point request skips wide waiters only: the requests on its
+		// key stay ahead of it, in its Lock's queue order.
+		if !skip[i] || (q.point() && w.point()) {
 			kept = append(kept, w)
 		}
 	}
 	return kept
 }
 
-// conflictsWithTxnLocked reports whether waiter w conflicts with a lock
-// txn holds: one of its wide locks, or one of its points (held: its lists
-// of them). It looks at txn's own locks, not at every lock w overlaps.
-// Every stripe is held.
-func (f *family) conflictsWithTxnLocked(w *waiter, txn txnlock.TxnID, held []*stripePoints) bool {
-	found := false
-	if tree := f.stripes[0].tree; tree.Len() > 0 {
-		tree.Conflicts(w.txn, w.r, w.mode, func(owner txnlock.TxnID, _ txnlock.Range, _ txnlock.Mode) bool {
-			found = owner == txn
-			return !found
+// txnHoldingsLocked returns what txn holds in f: its wide ranges and its
+// points (a few, in the requests that ask). Every stripe is held.
+func (f *family) txnHoldingsLocked(txn txnlock.TxnID) []holding {
+	var hs []holding
+	if f.tree.Len() > 0 {
+		f.tree.Holds(txn, func(r txnlock.Range, m txnlock.Mode) bool {
+			hs = append(hs, holding{txn, r, m})
+			return true
 		})
 	}
-	for _, sp := range held {
+	for _, sp := range f.m.txns.pointsIn(txn, f) {
 		sp.list.All(func(hd *locktable.Holder) bool {
-			found = w.r.Contains(hd.Lock().KeyBytes()) && !hd.Mode().Compatible(w.mode)
-			return !found
+			hs = append(hs, holding{txn, txnlock.Point(hd.Lock().KeyBytes()), hd.Mode()})
+			return true
 		})
-		if found {
+	}
+	return hs
+}
+
+// conflictsWithAny reports whether waiter w conflicts with one of hs, the
+// holdings of another transaction.
+func (w *waiter) conflictsWithAny(hs []holding) bool {
+	for _, h := range hs {
+		if !h.mode.Compatible(w.mode) && h.r.Overlaps(w.r) {
 			return true
 		}
 	}
-	return found
+	return false
 }
 
-// acquireWideLocked stores wide range r in every stripe. Every stripe is
-// held.
+// acquireWideLocked stores wide range r in the family's tree. Every
+// stripe is held.
 func (f *family) acquireWideLocked(txn txnlock.TxnID, r txnlock.Range, mode txnlock.Mode) {
 	f.wideSeen = true
-	for i := range f.stripes {
-		s := &f.stripes[i]
-		s.tree.Acquire(txn, r, mode)
-		s.syncMemLocked(&f.m.mem)
-	}
+	f.tree.Acquire(txn, r, mode)
+	f.syncTreeMemLocked()
 }
 
 // wideOverlapsLocked reports whether a waiting wide request overlaps one
