@@ -88,28 +88,36 @@ func newRangeManager(t *testing.T, det txnlock.Detector) *Manager {
 	return m
 }
 
-// TestDeadlockAcrossColumnFamilies: T1 holds [a, c] in cf 0 and waits for
-// n in cf 1, which T2 holds as part of [m, p]; T2 then asks for [b, d] in
-// cf 0. RocksDB's range lock manager only times out here.
-func TestDeadlockAcrossColumnFamilies(t *testing.T) {
+// withRangeManager runs fn with a range manager that shares a deadlock
+// detector, closes both, and checks that no goroutine is left.
+func withRangeManager(t *testing.T, fn func(m *Manager, det *deadlock.Detector)) {
 	defer goleak.VerifyNone(t)
 	det := newDetector(t)
 	defer det.Close()
 	m := newRangeManager(t, det)
 	defer m.Close()
-	require.NoError(t, m.AddColumnFamily(1))
-	ctx := context.Background()
+	fn(m, det)
+}
 
-	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, CF: 0, Range: mustRange(t, "a", "c"), Mode: txnlock.Exclusive}))
-	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 2, CF: 1, Range: mustRange(t, "m", "p"), Mode: txnlock.Exclusive}))
-	t1 := asyncLock(m, txnlock.Request{Txn: 1, CF: 1, Range: point("n"), Mode: txnlock.Exclusive})
-	waitUntilWaiting(t, m, 1)
-	waitUntilReported(t, det, 1)
-	err := m.Lock(ctx, txnlock.Request{Txn: 2, CF: 0, Range: mustRange(t, "b", "d"), Mode: txnlock.Shared})
-	requireDeadlock(t, err, 1, 2)
-	require.NoError(t, m.UnlockAll(2))
-	require.NoError(t, <-t1)
-	require.EqualValues(t, 1, m.Stats().Deadlocks)
+// TestDeadlockAcrossColumnFamilies: T1 holds [a, c] in cf 0 and waits for
+// n in cf 1, which T2 holds as part of [m, p]; T2 then asks for [b, d] in
+// cf 0. RocksDB's range lock manager only times out here.
+func TestDeadlockAcrossColumnFamilies(t *testing.T) {
+	withRangeManager(t, func(m *Manager, det *deadlock.Detector) {
+		require.NoError(t, m.AddColumnFamily(1))
+		ctx := context.Background()
+
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, CF: 0, Range: mustRange(t, "a", "c"), Mode: txnlock.Exclusive}))
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 2, CF: 1, Range: mustRange(t, "m", "p"), Mode: txnlock.Exclusive}))
+		t1 := asyncLock(m, txnlock.Request{Txn: 1, CF: 1, Range: point("n"), Mode: txnlock.Exclusive})
+		waitUntilWaiting(t, m, 1)
+		waitUntilReported(t, det, 1)
+		err := m.Lock(ctx, txnlock.Request{Txn: 2, CF: 0, Range: mustRange(t, "b", "d"), Mode: txnlock.Shared})
+		requireDeadlock(t, err, 1, 2)
+		require.NoError(t, m.UnlockAll(2))
+		require.NoError(t, <-t1)
+		require.EqualValues(t, 1, m.Stats().Deadlocks)
+	})
 }
 
 // TestDeadlockThroughPointAndRangeLocks: T1 holds key x in the point
@@ -147,47 +155,41 @@ func TestDeadlockThroughPointAndRangeLocks(t *testing.T) {
 // [a], asks for [b] and queues behind T2 (FIFO: T2 does not wait for T1,
 // so T1 does not skip it); T3's request for [a] closes T3 → T1 → T2 → T3.
 func TestDeadlockThroughQueue(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	det := newDetector(t)
-	defer det.Close()
-	m := newRangeManager(t, det)
-	defer m.Close()
-	ctx := context.Background()
+	withRangeManager(t, func(m *Manager, det *deadlock.Detector) {
+		ctx := context.Background()
 
-	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 3, Range: point("d"), Mode: txnlock.Exclusive}))
-	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("a"), Mode: txnlock.Exclusive}))
-	t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "b", "d"), Mode: txnlock.Exclusive})
-	waitUntilWaiting(t, m, 2)
-	t1 := asyncLock(m, txnlock.Request{Txn: 1, Range: point("b"), Mode: txnlock.Exclusive})
-	waitUntilWaiting(t, m, 1)
-	waitUntilReported(t, det, 2)
-	err := m.Lock(ctx, txnlock.Request{Txn: 3, Range: point("a"), Mode: txnlock.Shared})
-	requireDeadlock(t, err, 1, 2, 3)
-	require.NoError(t, m.UnlockAll(3))
-	require.NoError(t, <-t2)
-	require.NoError(t, m.UnlockAll(2))
-	require.NoError(t, <-t1)
-	require.NoError(t, m.UnlockAll(1))
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 3, Range: point("d"), Mode: txnlock.Exclusive}))
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("a"), Mode: txnlock.Exclusive}))
+		t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "b", "d"), Mode: txnlock.Exclusive})
+		waitUntilWaiting(t, m, 2)
+		t1 := asyncLock(m, txnlock.Request{Txn: 1, Range: point("b"), Mode: txnlock.Exclusive})
+		waitUntilWaiting(t, m, 1)
+		waitUntilReported(t, det, 2)
+		err := m.Lock(ctx, txnlock.Request{Txn: 3, Range: point("a"), Mode: txnlock.Shared})
+		requireDeadlock(t, err, 1, 2, 3)
+		require.NoError(t, m.UnlockAll(3))
+		require.NoError(t, <-t2)
+		require.NoError(t, m.UnlockAll(2))
+		require.NoError(t, <-t1)
+		require.NoError(t, m.UnlockAll(1))
+	})
 }
 
 // TestHolderSkipsWideWaiter: T1 holds [a]; T2 waits for [a, c], for T1.
 // T1's request for [b], inside T2's range, does not queue behind T2,
 // which cannot be granted before T1 ends: it is granted at once.
 func TestHolderSkipsWideWaiter(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	det := newDetector(t)
-	defer det.Close()
-	m := newRangeManager(t, det)
-	defer m.Close()
-	ctx := context.Background()
+	withRangeManager(t, func(m *Manager, _ *deadlock.Detector) {
+		ctx := context.Background()
 
-	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("a"), Mode: txnlock.Exclusive}))
-	t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "c"), Mode: txnlock.Exclusive})
-	waitUntilWaiting(t, m, 2)
-	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("b"), Mode: txnlock.Shared, Timeout: txnlock.NoWait}))
-	require.NoError(t, m.UnlockAll(1))
-	require.NoError(t, <-t2)
-	require.NoError(t, m.UnlockAll(2))
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("a"), Mode: txnlock.Exclusive}))
+		t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "c"), Mode: txnlock.Exclusive})
+		waitUntilWaiting(t, m, 2)
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("b"), Mode: txnlock.Shared, Timeout: txnlock.NoWait}))
+		require.NoError(t, m.UnlockAll(1))
+		require.NoError(t, <-t2)
+		require.NoError(t, m.UnlockAll(2))
+	})
 }
 
 // TestDeadlockAfterUpgrade: an upgrade that goes ahead of the queue makes
@@ -198,25 +200,22 @@ func TestHolderSkipsWideWaiter(t *testing.T) {
 // holds, closes the cycle T1 → T2 → T1. Without the new edge there is no
 // cycle and T1 would time out.
 func TestDeadlockAfterUpgrade(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	det := newDetector(t)
-	defer det.Close()
-	m := newRangeManager(t, det)
-	defer m.Close()
-	ctx := context.Background()
+	withRangeManager(t, func(m *Manager, det *deadlock.Detector) {
+		ctx := context.Background()
 
-	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 2, Range: point("m"), Mode: txnlock.Exclusive}))
-	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 5, Range: point("j"), Mode: txnlock.Exclusive}))
-	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Shared}))
-	t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "j", "l"), Mode: txnlock.Shared})
-	waitUntilWaiting(t, m, 2)
-	waitUntilReported(t, det, 1)
-	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Exclusive}))
-	require.Equal(t, []txnlock.TxnID{1, 5}, m.Status().Waits[0].Blockers)
-	err := m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("m"), Mode: txnlock.Exclusive})
-	requireDeadlock(t, err, 1, 2)
-	require.NoError(t, m.UnlockAll(1))
-	require.NoError(t, m.UnlockAll(5))
-	require.NoError(t, <-t2)
-	require.NoError(t, m.UnlockAll(2))
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 2, Range: point("m"), Mode: txnlock.Exclusive}))
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 5, Range: point("j"), Mode: txnlock.Exclusive}))
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Shared}))
+		t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "j", "l"), Mode: txnlock.Shared})
+		waitUntilWaiting(t, m, 2)
+		waitUntilReported(t, det, 1)
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Exclusive}))
+		require.Equal(t, []txnlock.TxnID{1, 5}, m.Status().Waits[0].Blockers)
+		err := m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("m"), Mode: txnlock.Exclusive})
+		requireDeadlock(t, err, 1, 2)
+		require.NoError(t, m.UnlockAll(1))
+		require.NoError(t, m.UnlockAll(5))
+		require.NoError(t, <-t2)
+		require.NoError(t, m.UnlockAll(2))
+	})
 }
