@@ -80,7 +80,8 @@
 // its S latches.
 //
 // The mode follows the activity: unlockStripes, the end of every section
-// that holds every latch (the only sections that change the activity),
+// that holds every latch (lockStripes; "every stripe is held" in a
+// function's doc; the only sections that change the activity),
 // fuses a family that has wide activity and unfuses one that has none.
 // fused is read before and after taking a stripe's latch; it cannot
 // change while any latch a request may hold is held, so the second read

@@ -7,7 +7,7 @@ import (
 	"github.com/txnlock/txnlock/internal/locktable"
 )
 
-// escalate shrinks the lock memory of f: it takes every stripe mutex (the
+// escalate shrinks the lock memory of f: it takes every latch of f (the
 // world of f stops) and replaces each transaction's runs of adjacent
 // Exclusive locks by one wide lock each.
 //

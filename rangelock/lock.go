@@ -19,8 +19,9 @@ import (
 // wait that fails leaves the queue in abandon.
 
 // Lock acquires req.Range in column family req.CF in req.Mode (see
-// txnlock.Manager). A point range [k, k] takes one stripe mutex; any other
-// range takes every stripe mutex of the family.
+// txnlock.Manager). A point range [k, k] takes the latch of its stripe;
+// any other range takes every latch of the family (one, once it is fused;
+// see the package doc).
 func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	k, point := req.Range.PointKey()
 	f, timeout, err := m.checkLock(ctx, &req, point)
@@ -126,8 +127,8 @@ type request struct {
 func (q *request) point() bool { return q.stripe != wideStripe }
 
 // waiter is a queued request. It is lockwait.Waiter.Ext of lw. Its fields
-// are guarded by the lock(s) that guard its queue: its stripe's mutex for a
-// point waiter, every stripe mutex for a wide one.
+// are guarded by the latch(es) that guard its queue: its stripe's for a
+// point waiter (lockStripe), every latch of the family for a wide one.
 type waiter struct {
 	request
 	lw  *lockwait.Waiter
