@@ -36,7 +36,9 @@ func TestFusedFollowsWideActivity(t *testing.T) {
 	require.False(t, fused(), "the wide lock released")
 
 	waited := make(chan error, 1)
-	go func() { waited <- m.Lock(ctx, txnlock.Request{Txn: 3, Range: incl(t, "a", "b"), Mode: txnlock.Exclusive}) }()
+	go func() {
+		waited <- m.Lock(ctx, txnlock.Request{Txn: 3, Range: incl(t, "a", "b"), Mode: txnlock.Exclusive})
+	}()
 	require.Eventually(t, func() bool { return m.Stats().Waiting == 1 }, 10*time.Second, 100*time.Microsecond)
 	require.True(t, fused(), "a wide request waiting")
 	require.NoError(t, m.UnlockAll(1))
