@@ -12,10 +12,12 @@ import (
 )
 
 // Wide requests (any range but [k, k]) run with every latch of the
-// family held (lockStripes). They wait in one FIFO list per family (family.wide),
-// indexed by range (wideIndex); this file decides whom a wide request
-// waits for (blockersLocked, queuedAheadLocked and its widening rule) and
-// re-checks and grants wide waiters.
+// family held (lockStripes), which also switches the family between its
+// two modes (see Striped and fused in the package doc). They wait in one
+// FIFO list per family (family.wide), indexed by range (wideIndex); this
+// file decides whom a wide request waits for (blockersLocked,
+// queuedAheadLocked and its widening rule) and re-checks and grants wide
+// waiters.
 
 // lockStripes takes every latch of the family: stripe 0's, and, unless
 // the family is fused, the others in ascending order (the lock order).
@@ -32,9 +34,8 @@ func (f *family) lockStripes() {
 
 // unlockStripes releases what lockStripes took, first bringing the mode
 // in line with the family's activity: a family with wide activity fuses
-// (its ordered indexes of points stay), one without unfuses (taking the
-// other latches, in order after stripe 0's) and drops its ordered
-// indexes.
+// (its ordered index of points stays), one without unfuses (taking the
+// other latches, in order after stripe 0's) and drops its ordered index.
 func (f *family) unlockStripes() {
 	active := f.wideActiveLocked()
 	switch fused := f.fused.Load(); {
@@ -80,7 +81,7 @@ func (f *family) lockStripe(i int) *latch.Mutex {
 // wideActiveLocked reports whether the family has wide activity: a wide
 // lock held or a wide request waiting. Both change only with every latch
 // held, so any one suffices to read it. While it holds (once the latches
-// are released) the family is fused and keeps ordered indexes of points.
+// are released) the family is fused and keeps an ordered index of points.
 func (f *family) wideActiveLocked() bool {
 	return f.wide.Len() > 0 || f.tree.Len() > 0
 }
