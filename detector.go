@@ -62,9 +62,10 @@ type WaitGraph interface {
 	// running holders, the common wait, costs one Block and one Unblock
 	// and no search.
 	Block(e WaitEdge) (needsCheck bool)
-	// Unblock forgets w's wait (granted, failed or given up); a no-op if
-	// there is none. When it returns, the detector calls none of w's
-	// methods any more, so w may be recycled.
+	// Unblock forgets w's wait (granted, failed or given up), unless the
+	// detector never recorded it or has forgotten it already (it may drop
+	// an ended wait sooner). When it returns, the detector calls none of
+	// w's methods any more, so w may be recycled.
 	Unblock(w Waiter)
 	// Check runs deadlock detection for waiter w before it sleeps, if
 	// Block said it needs one. It returns a *DeadlockError if w must give

@@ -301,3 +301,49 @@ func BenchmarkWaitLifecycle(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHandoff is the detector's share of one hand-off on a hot lock
+// r with 1,000 waiters, in the order a hot key runs it: r is granted to
+// its oldest waiter, whose transaction becomes r's holder; the granter's
+// goroutine queues its next transaction on r, and that wait's Block looks
+// at the holder, whose wait has ended but is not Unblocked yet; then the
+// granted waiter's goroutine runs and Unblocks. Each wait was queued
+// behind r's holder and r was not granted since (Waiter.Regranted is
+// false), so Block asks no waiter anything.
+func BenchmarkHandoff(b *testing.B) {
+	d, err := newDetector(Options{}, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	holder := txnlock.TxnID(1)
+	ws := make([]*testWaiter, 1000)
+	for i := range ws {
+		ws[i] = newTestWaiter(txnlock.TxnID(10 + i))
+		ws[i].queued = []txnlock.TxnID{holder}
+		d.block(ws[i].edge())
+	}
+	next := txnlock.TxnID(10 + len(ws))
+	spare := newTestWaiter(0)
+	spare.queued = []txnlock.TxnID{0}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		k := i % len(ws)
+		w := ws[k]
+		w.end() // granted: its transaction holds r
+		// The next wait: a new transaction queued on r behind w's.
+		spare.txn, next = next, next+1
+		spare.queued[0] = w.txn
+		spare.ended.Store(false)
+		if d.block(spare.edge()) {
+			b.Fatal("r's holder does not wait: no Check needed")
+		}
+		d.unblock(w)
+		ws[k], spare = spare, w
+	}
+	b.StopTimer()
+	if st := d.Stats(); st.Waits != len(ws) || st.Searches != 0 {
+		b.Fatalf("%v", st)
+	}
+}

@@ -19,7 +19,10 @@ type Stats struct {
 	// FalsePositivesAvoided counts cycles a search found that live state
 	// did not confirm (an edge gone, or a member no longer waiting).
 	FalsePositivesAvoided uint64
-	Waits                 int // waits reported now
+	// Waits is the waits reported and not yet forgotten: every active
+	// one, and those that ended but were not yet Unblocked or forgotten
+	// by a probe (registry.go).
+	Waits int
 }
 
 // String renders the counters on one line.

@@ -106,8 +106,11 @@ func (d *Detector) Options() Options { return d.opts }
 // When none is, no cycle runs through the wait now, and one can only
 // close later by another event whose own search sees this wait (the
 // package doc, "When a cycle closes"). So the usual wait, a queue behind
-// running holders, costs a slot mutex here (and a question to the
-// manager if the lock changed hands meanwhile), and one in Unblock.
+// running holders, costs its own slot's mutex here, a holder's if the
+// holder's slot holds a wait (on a hot lock, the holder's wait that was
+// granted a moment ago, which the probe forgets), and a question to the
+// manager if the lock changed hands meanwhile; its Unblock takes a mutex
+// only if no probe forgot the wait first.
 func (d *Detector) block(e txnlock.WaitEdge) bool {
 	if d.opts.Detection == Off || e.Waiter == nil {
 		return false
@@ -148,13 +151,14 @@ func (d *Detector) block(e txnlock.WaitEdge) bool {
 // another wait in flight, the wait that just ended may have been granted,
 // making the transaction a holder that others wait for: a cycle through
 // its other wait may have closed without a new wait, so Unblock searches
-// from it.
+// from it, whether w's wait was still recorded or not (a probe forgot it,
+// or it was granted before its Block).
 func (d *Detector) unblock(w txnlock.Waiter) {
 	if d.opts.Detection == Off {
 		return
 	}
-	found, others := d.reg.remove(w)
-	if !found || !others || d.opts.DetectDelay < 0 {
+	others := d.reg.remove(w)
+	if !others || d.opts.DetectDelay < 0 {
 		return
 	}
 	// The other waits are searched one by one, and each may end, be

@@ -39,8 +39,15 @@
 //	  Block(wait, queued behind H) ──▶  slot(T): record the wait
 //	                                    (granted since? ask the manager)
 //	                                    slot(H): does H wait? no: done
+//	                                    (and forget H's ended waits)
 //	  sleeps ... granted
-//	  Unblock(wait) ─────────────────▶  slot(T): forget it
+//	  Unblock(wait) ─────────────────▶  slot(T): forget it, unless the
+//	                                    Block of a waiter behind T did
+//
+// The usual holder of a hot lock was granted it a moment ago, and the
+// next waiter's Block finds that ended wait in the holder's slot: it
+// forgets it there, so the holder's Unblock finds the slot empty and
+// takes no mutex.
 //
 // # The graph, contracted
 //

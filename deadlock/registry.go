@@ -9,12 +9,20 @@ import (
 )
 
 // registry holds the reported waits, in slots hashed by transaction, each
-// with its own small mutex: Block and Unblock take one slot's mutex and
+// with its own small mutex: Block and Unblock take slot mutexes and
 // nothing else, so the waits of a hot lock never meet on one mutex. It is
 // the detector's only record of who waits; whom a wait waits for it asks
 // the wait's manager (Waiter.Blockers, Waiter.WaitsFor) when a search
 // needs to know, with the slot's mutex held, so that the waiter is not
 // recycled meanwhile (its Unblock waits for the mutex).
+//
+// A wait that has ended (granted or failed) is forgotten by its waiter's
+// Unblock, or before, by a probe (waiting) that finds it: on a hot lock
+// the next waiter's Block probes the holder, whose wait was granted a
+// moment ago, and takes its slot's mutex anyway, so it drops the wait
+// there, and the holder's Unblock finds the slot empty and takes no
+// mutex. No search follows an ended wait (the package doc, "Stale
+// waits"), so forgetting it early changes no search's answer.
 //
 // Lock order: Detector.mu, then one slot's mutex, then a manager's latch
 // (inside the waiter's methods). Nothing takes two slots' mutexes at once.
@@ -35,7 +43,8 @@ type regSlot struct {
 	mu sync.Mutex
 	// n is how many waits the slot holds (first, then *more), written
 	// under mu and read without it: a probe of an empty slot (the usual
-	// holder of a hot lock runs, it does not wait) takes no mutex.
+	// holder of a hot lock runs, it does not wait), or the Unblock of a
+	// wait a probe forgot, takes no mutex.
 	n     atomic.Int32
 	first wait
 	more  *[]wait // the waits after first; nil until a slot holds two
@@ -107,26 +116,29 @@ func (r *registry) add(w txnlock.Waiter, txn txnlock.TxnID, seq uint64) {
 	s.mu.Unlock()
 }
 
-// remove forgets waiter w's wait, and reports whether there was one and
-// whether w's transaction has another active wait (a second Lock call in
-// flight).
-func (r *registry) remove(w txnlock.Waiter) (found, others bool) {
+// remove forgets waiter w's wait, and reports whether w's transaction
+// has another active wait (a second Lock call in flight), whether or not
+// a probe forgot w's wait first. An empty slot is read without its mutex:
+// w's wait was forgotten already, or never recorded.
+func (r *registry) remove(w txnlock.Waiter) (others bool) {
 	txn := w.Txn()
 	s := r.slot(txn)
+	if s.n.Load() == 0 {
+		return false
+	}
 	s.mu.Lock()
 	for i := 0; i < s.lenLocked(); i++ {
 		x := s.atLocked(i)
 		switch {
 		case x.waiter == w:
 			s.deleteLocked(i)
-			found = true
 			i--
 		case x.txn == txn && x.active():
 			others = true
 		}
 	}
 	s.mu.Unlock()
-	return found, others
+	return others
 }
 
 // count returns the number of reported waits, slot by slot: no counter
@@ -142,20 +154,26 @@ func (r *registry) count() int {
 // waiting reports whether txn has an active wait. A Block that calls it
 // has added its own wait first, under another slot's mutex, and a Block
 // of txn adds txn's wait before it probes in turn: one of the two sees the
-// other (the package doc, "When a cycle closes").
+// other (the package doc, "When a cycle closes"). It forgets the waits of
+// the slot that have ended (the registry's doc).
 func (r *registry) waiting(txn txnlock.TxnID) bool {
 	s := r.slot(txn)
 	if s.n.Load() == 0 {
 		return false
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := range s.lenLocked() {
-		if x := s.atLocked(i); x.txn == txn && x.active() {
-			return true
+	found := false
+	for i := 0; i < s.lenLocked(); i++ {
+		switch x := s.atLocked(i); {
+		case !x.active():
+			s.deleteLocked(i)
+			i--
+		case x.txn == txn:
+			found = true
 		}
 	}
-	return false
+	s.mu.Unlock()
+	return found
 }
 
 // liveSource is the registry as a source of live views: it asks each

@@ -56,32 +56,56 @@ func TestRegistry(t *testing.T) {
 	require.Len(t, got, 1)
 	require.Equal(t, uint64(7), got[0].seq)
 
-	// A wait that ended stays registered until it is removed, but its
-	// transaction no longer counts as waiting.
+	// A wait that ended does not count, and the probe that finds it
+	// forgets it, with every other ended wait of the slot.
+	wa3 := newTestWaiter(a)
+	r.add(wa3, a, 9)
+	wa3.end()
 	wb.end()
 	require.False(t, r.waiting(b))
-	require.Len(t, regWaits(&r, b), 1)
+	require.Empty(t, regWaits(&r, b))
+	require.Len(t, regWaits(&r, a), 2, "wa3 is forgotten too")
+	require.Equal(t, 2, r.count())
 
 	// Removing one of a's waits: a has another, active one.
-	found, others := r.remove(wa1)
-	require.True(t, found)
-	require.True(t, others)
-	// An ended other wait does not count; nor do b's waits in the slot.
+	require.True(t, r.remove(wa1))
+	// The Unblock of a wait a probe forgot still finds its transaction's
+	// other wait; an ended other wait does not count; nor do b's waits in
+	// the slot.
 	wb2 := newTestWaiter(b)
 	r.add(wb2, b, 8)
+	require.True(t, r.remove(wb), "wb2 is b's other wait")
 	wa2.end()
-	found, others = r.remove(wb)
-	require.True(t, found)
-	require.True(t, others, "wb2 is b's other wait")
-	found, others = r.remove(wa2)
-	require.True(t, found)
-	require.False(t, others, "b's active wait in the same slot is not a's")
-	found, others = r.remove(wa2)
-	require.False(t, found, "removed already")
-	require.False(t, others)
+	require.False(t, r.remove(wa2), "b's active wait in the same slot is not a's")
+	require.False(t, r.remove(wa2), "removed already")
 	require.Equal(t, 1, r.count())
 	require.False(t, r.waiting(a))
 	require.True(t, r.waiting(b))
+}
+
+// TestRemoveFromEmptySlot: the Unblock of a wait that a probe forgot,
+// alone in its slot, reads the slot's count and takes no mutex: here the
+// slot's mutex is held throughout.
+func TestRemoveFromEmptySlot(t *testing.T) {
+	var r registry
+	w, h := newTestWaiter(1), newTestWaiter(2)
+	r.add(h, 2, 1)
+	r.add(w, 1, 2)
+	w.end()
+	require.True(t, r.waiting(2))
+	require.False(t, r.waiting(1), "w ended: forgotten")
+	s := r.slot(1)
+	require.True(t, s.mu.TryLock())
+	done := make(chan bool)
+	go func() { done <- r.remove(w) }()
+	select {
+	case others := <-done:
+		require.False(t, others)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the Unblock of a forgotten wait waits for its slot's mutex")
+	}
+	s.mu.Unlock()
+	require.Equal(t, 1, r.count())
 }
 
 // TestBlockNeedsCheck: Block registers the wait, asks the waiter once whom
@@ -100,10 +124,11 @@ func TestBlockNeedsCheck(t *testing.T) {
 	w3 := newTestWaiter(3, 3, 9)
 	require.False(t, d.block(w3.edge()))
 	// A blocker whose wait ended (granted, not yet Unblocked) does not
-	// count.
+	// count, and the probe forgets the wait.
 	w1.end()
 	w4 := newTestWaiter(4, 1)
 	require.False(t, d.block(w4.edge()))
+	require.Empty(t, regWaits(d.reg, 1))
 	// What the waiter answers now counts.
 	w5 := newTestWaiter(5, 9)
 	require.False(t, d.block(w5.edge()))
@@ -111,22 +136,22 @@ func TestBlockNeedsCheck(t *testing.T) {
 	for _, w := range []*testWaiter{w1, w2, w3, w4, w5} {
 		require.Equal(t, int64(1), w.asked.Load(), "Block asks txn %v's waiter once", w.txn)
 	}
-	require.Equal(t, 6, d.Stats().Waits)
+	require.Equal(t, 5, d.Stats().Waits)
 	require.Zero(t, d.Stats().Searches, "Block searches nothing")
 
 	// A wait that ended before its report is not registered.
 	late := newTestWaiter(7, 2)
 	late.end()
 	require.False(t, d.block(late.edge()))
-	require.Equal(t, 6, d.Stats().Waits)
+	require.Equal(t, 5, d.Stats().Waits)
 	// Every Block takes a stamp unless the manager took one: the newer
 	// wait has the larger.
-	require.Less(t, regWaits(d.reg, 1)[0].seq, regWaits(d.reg, 2)[0].seq)
+	require.Less(t, regWaits(d.reg, 2)[0].seq, regWaits(d.reg, 3)[0].seq)
 	e := w5.edge()
 	e.Stamp = 1000
 	d.block(e)
 	require.Equal(t, uint64(1000), regWaits(d.reg, 5)[0].seq, "a second Block replaces the first")
-	require.Equal(t, 6, d.Stats().Waits)
+	require.Equal(t, 5, d.Stats().Waits)
 
 	// A lock that changed hands since its waiter was queued: Block asks
 	// whom it is blocked by now, so a waiter queued behind txn 9 and
@@ -309,41 +334,58 @@ func TestCheckReportsConfirmedCycle(t *testing.T) {
 
 // TestUnblockSearchesOtherWait: a transaction that waits in two places
 // and is granted one becomes a holder that others may wait for; its
-// Unblock of the granted wait searches from the other one. Txn 1 waits for
-// a (held by 9) and for b (held by 2); txn 2 waits for a too. Then 9
-// releases a and it goes to txn 1: 1 -> 2 -> 1 closes without a new wait.
+// Unblock of the granted wait searches from the other one, also when a
+// probe forgot the granted wait first, or when it was granted before its
+// Block and never recorded. Txn 1 waits for a (held by 9) and for b (held
+// by 2); txn 2 waits for a too. Then 9 releases a and it goes to txn 1:
+// 1 -> 2 -> 1 closes without a new wait.
 func TestUnblockSearchesOtherWait(t *testing.T) {
-	d, err := newDetector(Options{Clock: manualclock.New()}, false)
-	require.NoError(t, err)
-	defer d.Close()
-	w1a, w1b := newTestWaiter(1, 9), newTestWaiter(1, 2)
-	w2 := newTestWaiter(2, 9)
-	for _, w := range []*testWaiter{w1a, w1b, w2} {
-		require.False(t, d.block(w.edge()))
-	}
-	w1a.end() // granted
-	w2.setBlockers(1)
-	d.unblock(w1a)
-	st := d.Stats()
-	// The victim is the newest wait, txn 2's: not the searching one, so
-	// the search runs again from w1b, and finds nothing more.
-	require.Equal(t, uint64(2), st.Searches)
-	require.Equal(t, uint64(1), st.Deadlocks)
-	require.ErrorIs(t, w2.Err(), txnlock.ErrDeadlock)
-	require.True(t, w1b.Active())
+	for _, granted := range []string{"recorded", "forgotten", "unrecorded"} {
+		t.Run(granted, func(t *testing.T) {
+			d, err := newDetector(Options{Clock: manualclock.New()}, false)
+			require.NoError(t, err)
+			defer d.Close()
+			w1a, w1b := newTestWaiter(1, 9), newTestWaiter(1, 2)
+			w2 := newTestWaiter(2, 9)
+			if granted == "unrecorded" {
+				w1a.end() // granted before its Block
+			}
+			for _, w := range []*testWaiter{w1a, w1b, w2} {
+				require.False(t, d.block(w.edge()))
+			}
+			w1a.end() // granted
+			w2.setBlockers(1)
+			if granted == "forgotten" {
+				// The probe of a Block behind txn 1.
+				require.True(t, d.reg.waiting(1), "w1b waits")
+			}
+			if granted != "recorded" {
+				require.Len(t, regWaits(d.reg, 1), 1, "only w1b is recorded")
+			}
+			d.unblock(w1a)
+			st := d.Stats()
+			// The victim is the newest wait, txn 2's: not the searching
+			// one, so the search runs again from w1b, and finds nothing
+			// more.
+			require.Equal(t, uint64(2), st.Searches)
+			require.Equal(t, uint64(1), st.Deadlocks)
+			require.ErrorIs(t, w2.Err(), txnlock.ErrDeadlock)
+			require.True(t, w1b.Active())
 
-	// The victim's goroutine Unblocks its wait: txn 2 has no other, so
-	// there is nothing to search.
-	d.unblock(w2)
-	require.Equal(t, uint64(2), d.Stats().Searches)
-	// Nor when the other wait has ended too.
-	w1c := newTestWaiter(1, 5)
-	d.block(w1c.edge())
-	w1b.end()
-	d.unblock(w1c)
-	require.Equal(t, uint64(2), d.Stats().Searches)
-	d.unblock(w1b)
-	require.Zero(t, d.Stats().Waits)
+			// The victim's goroutine Unblocks its wait: txn 2 has no
+			// other, so there is nothing to search.
+			d.unblock(w2)
+			require.Equal(t, uint64(2), d.Stats().Searches)
+			// Nor when the other wait has ended too.
+			w1c := newTestWaiter(1, 5)
+			d.block(w1c.edge())
+			w1b.end()
+			d.unblock(w1c)
+			require.Equal(t, uint64(2), d.Stats().Searches)
+			d.unblock(w1b)
+			require.Zero(t, d.Stats().Waits)
+		})
+	}
 }
 
 // first returns the first of two values.
