@@ -148,9 +148,9 @@ func (f *family) checkLockLocked(s *stripe, h uint64, l *locktable.Lock) error {
 // point waiter w was queued before it.
 func (f *family) wideWaiterAheadLocked(w *waiter) bool {
 	found := false
-	f.wideIdx.overlapping(w.r, func(v *waiter) bool {
-		found = v.seq < w.seq
-		return !found
+	f.wideIdx.overlapping(w.r, w.seq, func(*waiter) bool {
+		found = true
+		return false
 	})
 	return found
 }

@@ -306,8 +306,8 @@ func (f *family) wideConflictAheadLocked(q *request, seq uint64) bool {
 		return false
 	}
 	found := false
-	f.wideIdx.overlapping(q.r, func(w *waiter) bool {
-		found = w.seq < seq && w.txn != q.txn && w.lw.Active() && !q.mode.Compatible(w.mode)
+	f.wideIdx.overlapping(q.r, seq, func(w *waiter) bool {
+		found = w.txn != q.txn && w.lw.Active() && !q.mode.Compatible(w.mode)
 		return !found
 	})
 	if !found {
@@ -418,7 +418,7 @@ func (f *family) recheckPointsLocked(rs []txnlock.Range) {
 // failed but not yet unlinked) overlaps r. Any stripe is held.
 func (f *family) wideWaiterOverlapsLocked(r txnlock.Range) bool {
 	found := false
-	f.wideIdx.overlapping(r, func(*waiter) bool {
+	f.wideIdx.overlapping(r, newRequest, func(*waiter) bool {
 		found = true
 		return false
 	})

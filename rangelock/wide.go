@@ -209,8 +209,8 @@ func (f *family) aheadLocked(q *request, seq uint64, fn func(w *waiter) bool) {
 		}
 	}
 	if more && f.wide.Len() > 0 {
-		f.wideIdx.overlapping(q.r, func(w *waiter) bool {
-			if w.seq < seq && w.txn != q.txn && w.lw.Active() {
+		f.wideIdx.overlapping(q.r, seq, func(w *waiter) bool {
+			if w.txn != q.txn && w.lw.Active() {
 				more = fn(w)
 			}
 			return more
@@ -359,7 +359,7 @@ func (f *family) acquireWideLocked(txn txnlock.TxnID, r txnlock.Range, mode txnl
 func (f *family) wideOverlapsLocked(rs []txnlock.Range) bool {
 	found := false
 	for _, r := range rs {
-		f.wideIdx.overlapping(r, func(w *waiter) bool {
+		f.wideIdx.overlapping(r, newRequest, func(w *waiter) bool {
 			found = w.lw.Active()
 			return !found
 		})
@@ -378,7 +378,7 @@ func (f *family) recheckWideLocked(rs []txnlock.Range) {
 	}
 	var ws []*waiter
 	for _, r := range rs {
-		f.wideIdx.overlapping(r, func(w *waiter) bool {
+		f.wideIdx.overlapping(r, newRequest, func(w *waiter) bool {
 			ws = append(ws, w)
 			return true
 		})

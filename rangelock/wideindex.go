@@ -10,8 +10,11 @@ import "github.com/txnlock/txnlock"
 //
 // It is a treap ordered by (start bound, seq) in which each node keeps the
 // greatest end bound of its subtree, so a search skips every subtree that
-// ends before the range starts. Guarded like family.wide: changed with
-// every stripe mutex held, read with any one.
+// ends before the range starts, and the least seq of its subtree, so a
+// search for the waiters queued before a seq skips every subtree queued
+// after it (a deadlock search asks mostly about old waiters, and most of
+// what overlaps them queued later). Guarded like family.wide: changed
+// with every latch held, read with any one.
 type wideIndex struct {
 	root *wideNode
 	rnd  uint64 // xorshift state for priorities
@@ -21,6 +24,7 @@ type wideNode struct {
 	w           *waiter
 	prio        uint64
 	maxEnd      txnlock.Bound // the greatest end bound in the subtree
+	minSeq      uint64        // the least seq in the subtree
 	left, right *wideNode
 }
 
@@ -33,12 +37,18 @@ func before(a, b *waiter) bool {
 }
 
 func (n *wideNode) fix() {
-	n.maxEnd = n.w.r.End()
-	if n.left != nil && n.left.maxEnd.Compare(n.maxEnd) > 0 {
-		n.maxEnd = n.left.maxEnd
+	n.maxEnd, n.minSeq = n.w.r.End(), n.w.seq
+	if n.left != nil {
+		if n.left.maxEnd.Compare(n.maxEnd) > 0 {
+			n.maxEnd = n.left.maxEnd
+		}
+		n.minSeq = min(n.minSeq, n.left.minSeq)
 	}
-	if n.right != nil && n.right.maxEnd.Compare(n.maxEnd) > 0 {
-		n.maxEnd = n.right.maxEnd
+	if n.right != nil {
+		if n.right.maxEnd.Compare(n.maxEnd) > 0 {
+			n.maxEnd = n.right.maxEnd
+		}
+		n.minSeq = min(n.minSeq, n.right.minSeq)
 	}
 }
 
@@ -117,28 +127,28 @@ func mergeNodes(a, b *wideNode) *wideNode {
 	}
 }
 
-// overlapping calls fn for every waiter whose range overlaps r, in
-// (start, seq) order, until fn returns false; fn must not change the
-// index.
-func (x *wideIndex) overlapping(r txnlock.Range, fn func(w *waiter) bool) {
-	overlapNode(x.root, r, fn)
+// overlapping calls fn for every waiter queued before seq (newRequest:
+// every waiter) whose range overlaps r, in (start, seq) order, until fn
+// returns false; fn must not change the index.
+func (x *wideIndex) overlapping(r txnlock.Range, seq uint64, fn func(w *waiter) bool) {
+	overlapNode(x.root, r, seq, fn)
 }
 
-func overlapNode(t *wideNode, r txnlock.Range, fn func(w *waiter) bool) bool {
+func overlapNode(t *wideNode, r txnlock.Range, seq uint64, fn func(w *waiter) bool) bool {
 	// A range overlaps r iff it starts before r ends and ends after r
 	// starts: a subtree whose greatest end is not after r's start has
 	// none.
-	if t == nil || t.maxEnd.Compare(r.Start()) <= 0 {
+	if t == nil || t.minSeq >= seq || t.maxEnd.Compare(r.Start()) <= 0 {
 		return true
 	}
-	if !overlapNode(t.left, r, fn) {
+	if !overlapNode(t.left, r, seq, fn) {
 		return false
 	}
 	if t.w.r.Start().Compare(r.End()) >= 0 {
 		return true // t and everything to its right start at or after r's end
 	}
-	if t.w.r.End().Compare(r.Start()) > 0 && !fn(t.w) {
+	if t.w.seq < seq && t.w.r.End().Compare(r.Start()) > 0 && !fn(t.w) {
 		return false
 	}
-	return overlapNode(t.right, r, fn)
+	return overlapNode(t.right, r, seq, fn)
 }

@@ -10,8 +10,9 @@ import (
 )
 
 // TestWideIndexModel checks wideIndex against a plain list: after random
-// inserts and removes, overlapping finds exactly the waiters whose ranges
-// overlap a random range, in (start, seq) order, and stops when told.
+// inserts and removes, overlapping finds exactly the waiters queued before
+// a random seq (or all of them) whose ranges overlap a random range, in
+// (start, seq) order, and stops when told.
 func TestWideIndexModel(t *testing.T) {
 	seed := rand.Uint64()
 	rng := rand.New(rand.NewPCG(seed, 3))
@@ -49,9 +50,13 @@ func TestWideIndexModel(t *testing.T) {
 				live = append(live, w)
 			}
 			q := randRange()
+			bound := newRequest
+			if rng.IntN(2) == 0 {
+				bound = 1 + rng.Uint64N(seq+1)
+			}
 			var want []*waiter
 			for _, w := range live {
-				if w.r.Overlaps(q) {
+				if w.r.Overlaps(q) && w.seq < bound {
 					want = append(want, w)
 				}
 			}
@@ -62,13 +67,13 @@ func TestWideIndexModel(t *testing.T) {
 				return 1
 			})
 			var got []*waiter
-			x.overlapping(q, func(w *waiter) bool { got = append(got, w); return true })
+			x.overlapping(q, bound, func(w *waiter) bool { got = append(got, w); return true })
 			if !slices.Equal(want, got) {
-				t.Fatalf("seed %d round %d: overlapping %v: got %d waiters, want %d", seed, round, q, len(got), len(want))
+				t.Fatalf("seed %d round %d: overlapping %v before %d: got %d waiters, want %d", seed, round, q, bound, len(got), len(want))
 			}
 			if len(want) > 1 {
 				got = got[:0]
-				x.overlapping(q, func(w *waiter) bool { got = append(got, w); return false })
+				x.overlapping(q, bound, func(w *waiter) bool { got = append(got, w); return false })
 				if len(got) != 1 {
 					t.Fatalf("seed %d round %d: no stop after the first", seed, round)
 				}
