@@ -148,16 +148,16 @@ func (f *family) nearestBlockersLocked(q *request, seq uint64, dst []txnlock.Txn
 	listed := len(dst)
 	// reached reports whether a listed request waits for holder owner of
 	// held in heldMode itself.
-	reached := func(owner txnlock.TxnID, held func(r txnlock.Range) bool, heldMode txnlock.Mode) bool {
+	reached := func(owner txnlock.TxnID, held txnlock.Range, heldMode txnlock.Mode) bool {
 		for _, w := range ahead {
-			if w.txn != owner && !heldMode.Compatible(w.mode) && held(w.r) &&
+			if w.txn != owner && !heldMode.Compatible(w.mode) && held.Overlaps(w.r) &&
 				slices.Contains(dst[base:listed], w.txn) {
 				return true
 			}
 		}
 		return false
 	}
-	f.heldConflictsLocked(q, func(owner txnlock.TxnID, held func(r txnlock.Range) bool, heldMode txnlock.Mode) {
+	f.heldConflictsLocked(q, func(owner txnlock.TxnID, held txnlock.Range, heldMode txnlock.Mode) {
 		if listed == base || !reached(owner, held, heldMode) {
 			dst = append(dst, owner)
 		}

@@ -159,20 +159,19 @@ func (f *family) blockersLocked(q *request, seq uint64, dst []txnlock.TxnID) []t
 // of a point request is held; every stripe for a wide request.
 func (f *family) holderConflictsLocked(q *request, dst []txnlock.TxnID) []txnlock.TxnID {
 	base := len(dst)
-	f.heldConflictsLocked(q, func(owner txnlock.TxnID, _ func(txnlock.Range) bool, _ txnlock.Mode) {
+	f.heldConflictsLocked(q, func(owner txnlock.TxnID, _ txnlock.Range, _ txnlock.Mode) {
 		dst = append(dst, owner)
 	})
 	return sortUnique(dst, base)
 }
 
 // heldConflictsLocked calls fn for each lock of another transaction that
-// overlaps q and conflicts with it: its owner, whether a range overlaps
-// the lock (held), and its mode. An owner may come more than once. The
+// overlaps q and conflicts with it: its owner, the range held (a view fn
+// must not keep), and its mode. An owner may come more than once. The
 // stripe of a point request is held; every stripe for a wide request.
-func (f *family) heldConflictsLocked(q *request, fn func(owner txnlock.TxnID, held func(r txnlock.Range) bool, heldMode txnlock.Mode)) {
+func (f *family) heldConflictsLocked(q *request, fn func(owner txnlock.TxnID, held txnlock.Range, heldMode txnlock.Mode)) {
 	point := func(l *locktable.Lock) bool {
-		key := l.KeyBytes()
-		held := func(r txnlock.Range) bool { return r.Contains(key) }
+		held := txnlock.Point(l.KeyBytes())
 		l.Holders(func(hd *locktable.Holder) bool {
 			if hd.Txn() != q.txn && !q.mode.Compatible(hd.Mode()) {
 				fn(hd.Txn(), held, hd.Mode())
@@ -183,7 +182,7 @@ func (f *family) heldConflictsLocked(q *request, fn func(owner txnlock.TxnID, he
 	}
 	if f.tree.Len() > 0 {
 		f.tree.Conflicts(q.txn, q.r, q.mode, func(owner txnlock.TxnID, r txnlock.Range, m txnlock.Mode) bool {
-			fn(owner, r.Overlaps, m)
+			fn(owner, r, m)
 			return true
 		})
 	}
