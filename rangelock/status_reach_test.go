@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/ddtest"
 )
 
 // TestStatusReachesEveryBlocker: with random holders and a random queue of
@@ -86,7 +87,7 @@ func statusReachRound(rng *rand.Rand) error {
 		edges[w.Txn] = w.Blockers
 	}
 	for i, q := range queue {
-		reach := reachableFrom(edges, q.txn)
+		reach := ddtest.Reachable(edges, q.txn)
 		var truly []txnlock.TxnID
 		for _, h := range held {
 			if h.r.Overlaps(q.r) && !h.mode.Compatible(q.mode) {
@@ -125,20 +126,4 @@ func heldBy(st txnlock.Status, txn txnlock.TxnID) bool {
 		}
 	}
 	return false
-}
-
-func reachableFrom(edges map[txnlock.TxnID][]txnlock.TxnID, from txnlock.TxnID) map[txnlock.TxnID]bool {
-	seen := map[txnlock.TxnID]bool{}
-	stack := []txnlock.TxnID{from}
-	for len(stack) > 0 {
-		t := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, b := range edges[t] {
-			if !seen[b] {
-				seen[b] = true
-				stack = append(stack, b)
-			}
-		}
-	}
-	return seen
 }

@@ -1,4 +1,5 @@
-// Package ddtest holds what the packages' datadriven tests share.
+// Package ddtest holds what the packages' tests share: the walk of
+// datadriven trace files, and reachability in a waits-for graph.
 package ddtest
 
 import (

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/ddtest"
 )
 
 const (
@@ -134,7 +135,7 @@ func TestReachable(t *testing.T) {
 		}
 		require.LessOrEqual(t, total, len(queue), "seed %d round %d: runs are listed once", seed, round)
 		for i, r := range queue {
-			reach := reachable(edges, r.Txn)
+			reach := ddtest.Reachable(edges, r.Txn)
 			truly := Holders(nil, holders, r.Txn, r.Mode)
 			if !r.Upgrade {
 				for _, o := range queue[:i] {
@@ -150,22 +151,6 @@ func TestReachable(t *testing.T) {
 			}
 		}
 	}
-}
-
-func reachable(edges map[txnlock.TxnID][]txnlock.TxnID, from txnlock.TxnID) map[txnlock.TxnID]bool {
-	seen := map[txnlock.TxnID]bool{}
-	stack := []txnlock.TxnID{from}
-	for len(stack) > 0 {
-		t := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		for _, b := range edges[t] {
-			if !seen[b] {
-				seen[b] = true
-				stack = append(stack, b)
-			}
-		}
-	}
-	return seen
 }
 
 // BenchmarkScan: a Scanner over a queue of N requests costs O(N).
