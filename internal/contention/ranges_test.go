@@ -26,27 +26,44 @@ var loadTime = flag.Duration("contention.time", 5*time.Second, "how long Benchma
 // ranges (1–4 keys) out of 500 keys, Exclusive, with a 2 s lock timeout
 // and a deadlock detector, and retry on deadlock or timeout, for
 // -contention.time. The range manager locks each range as one request;
-// the point manager locks the same keys one by one. It reports commits
-// per second, and deadlocks and timeouts per commit: waits in cycles
-// should end by detection, not by timeout.
+// the point manager locks the same keys one by one. It reports commits,
+// deadlocks and timeouts per second, and the timeouts of transactions
+// that Status showed on a cycle of waits a moment before (cycleWatch):
+// waits in cycles should end by detection, not by timeout; the other
+// timeouts are waits behind long chains of waits.
 func BenchmarkContendedRanges(b *testing.B) {
 	for _, kind := range []string{"point", "range"} {
 		b.Run(kind, func(b *testing.B) {
-			var commits, deadlocks, timeouts int64
+			var sum loadCounts
 			for b.Loop() {
-				c, d, t := contendedRanges(b, kind, 2000, *loadTime)
-				commits, deadlocks, timeouts = commits+c, deadlocks+d, timeouts+t
+				sum.add(contendedRanges(b, kind, 2000, *loadTime))
 			}
 			secs := b.Elapsed().Seconds()
-			b.ReportMetric(float64(commits)/secs, "commits/s")
-			b.ReportMetric(float64(deadlocks)/secs, "deadlocks/s")
-			b.ReportMetric(float64(timeouts)/secs, "timeouts/s")
+			b.ReportMetric(float64(sum.commits)/secs, "commits/s")
+			b.ReportMetric(float64(sum.deadlocks)/secs, "deadlocks/s")
+			b.ReportMetric(float64(sum.timeouts)/secs, "timeouts/s")
+			b.ReportMetric(float64(sum.cycleTimeouts)/secs, "cycle-timeouts/s")
 		})
 	}
 }
 
+// loadCounts are what one run of the load ended with.
+type loadCounts struct {
+	commits, deadlocks, timeouts int64
+	// cycleTimeouts are the timeouts of transactions on a cycle of waits
+	// at cycleWatch's last look.
+	cycleTimeouts int64
+}
+
+func (l *loadCounts) add(o loadCounts) {
+	l.commits += o.commits
+	l.deadlocks += o.deadlocks
+	l.timeouts += o.timeouts
+	l.cycleTimeouts += o.cycleTimeouts
+}
+
 // contendedRanges runs the load with the given number of clients for d.
-func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) (commits, deadlocks, timeouts int64) {
+func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) loadCounts {
 	const keys = 500
 	det, err := deadlock.New(deadlock.Options{})
 	require.NoError(tb, err)
@@ -63,7 +80,8 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) (
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var nextTxn atomic.Uint64
-	var c, dl, to atomic.Int64
+	var c, dl, to, cto atomic.Int64
+	watch, watched := watchCycles(ctx, m, 250*time.Millisecond)
 	var wg sync.WaitGroup
 	for i := range clients {
 		rng := rand.New(rand.NewPCG(uint64(i), 7))
@@ -92,6 +110,9 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) (
 					dl.Add(1)
 				case errors.Is(err, txnlock.ErrLockTimeout):
 					to.Add(1)
+					if watch.onCycle(txn) {
+						cto.Add(1)
+					}
 				}
 				if err := m.UnlockAll(txn); err != nil {
 					tb.Error(err)
@@ -100,12 +121,13 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) (
 		})
 	}
 	wg.Wait()
+	watched()
 	if testing.Verbose() {
 		tb.Logf("%s: %v\n%v", kind, m.Stats(), det.Stats())
 	}
 	require.NoError(tb, m.Close())
 	require.NoError(tb, det.Close())
-	return c.Load(), dl.Load(), to.Load()
+	return loadCounts{commits: c.Load(), deadlocks: dl.Load(), timeouts: to.Load(), cycleTimeouts: cto.Load()}
 }
 
 // TestContendedRangesRuns: a short run of the load, with a tenth of the
@@ -115,8 +137,7 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) (
 func TestContendedRangesRuns(t *testing.T) {
 	for _, kind := range []string{"point", "range"} {
 		t.Run(kind, func(t *testing.T) {
-			commits, _, _ := contendedRanges(t, kind, 200, 300*time.Millisecond)
-			require.Positive(t, commits)
+			require.Positive(t, contendedRanges(t, kind, 200, 300*time.Millisecond).commits)
 		})
 	}
 }

@@ -1,0 +1,140 @@
+package contention
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/txnlock/txnlock"
+)
+
+// cycleWatch looks at a manager's Status every period and remembers which
+// transactions were on a cycle of waits at the last look: in a strongly
+// connected set of two or more transactions of the graph that
+// WaitStatus.Blockers draws (every wait is reachable through it, so every
+// cycle of waits is there). A wait that times out while its transaction
+// is on a cycle ends a deadlock that detection left alone; any other
+// timeout ends a wait behind a chain that was still moving.
+type cycleWatch struct {
+	mu sync.Mutex
+	// on is the transactions on a cycle at the last look; guarded by mu.
+	on map[txnlock.TxnID]bool
+}
+
+// watchCycles starts a cycleWatch on m until ctx ends; wait waits for its
+// goroutine.
+func watchCycles(ctx context.Context, m txnlock.Manager, period time.Duration) (w *cycleWatch, wait func()) {
+	w = &cycleWatch{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(period)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			on := onCycles(m.Status().Waits)
+			w.mu.Lock()
+			w.on = on
+			w.mu.Unlock()
+		}
+	}()
+	return w, func() { <-done }
+}
+
+// onCycle reports whether txn was on a cycle at the last look.
+func (w *cycleWatch) onCycle(txn txnlock.TxnID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.on[txn]
+}
+
+// onCycles returns the transactions that are on a cycle of the graph the
+// waits' Blockers draw: the members of its strongly connected components
+// of two or more (Tarjan's algorithm). A transaction never waits for
+// itself in it (an upgrade lists its own transaction).
+func onCycles(waits []txnlock.WaitStatus) map[txnlock.TxnID]bool {
+	next := map[txnlock.TxnID][]txnlock.TxnID{}
+	for _, w := range waits {
+		next[w.Txn] = append(next[w.Txn], w.Blockers...)
+	}
+	type mark struct{ index, low int }
+	marks := map[txnlock.TxnID]*mark{}
+	var stack []txnlock.TxnID
+	onStack := map[txnlock.TxnID]bool{}
+	on := map[txnlock.TxnID]bool{}
+	var visit func(v txnlock.TxnID) *mark
+	visit = func(v txnlock.TxnID) *mark {
+		mv := &mark{len(marks), len(marks)}
+		marks[v] = mv
+		stack = append(stack, v)
+		onStack[v] = true
+		for _, u := range next[v] {
+			switch mu := marks[u]; {
+			case u == v:
+			case mu == nil:
+				mv.low = min(mv.low, visit(u).low)
+			case onStack[u]:
+				mv.low = min(mv.low, mu.index)
+			}
+		}
+		if mv.low == mv.index {
+			i := len(stack) - 1
+			for stack[i] != v {
+				i--
+			}
+			if len(stack)-i > 1 {
+				for _, u := range stack[i:] {
+					on[u] = true
+				}
+			}
+			for _, u := range stack[i:] {
+				onStack[u] = false
+			}
+			stack = stack[:i]
+		}
+		return mv
+	}
+	for _, w := range waits {
+		if marks[w.Txn] == nil {
+			visit(w.Txn)
+		}
+	}
+	return on
+}
+
+func TestOnCycles(t *testing.T) {
+	waits := func(edges ...[2]txnlock.TxnID) []txnlock.WaitStatus {
+		var out []txnlock.WaitStatus
+		for _, e := range edges {
+			out = append(out, txnlock.WaitStatus{Txn: e[0], Blockers: []txnlock.TxnID{e[1]}})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		waits []txnlock.WaitStatus
+		on    []txnlock.TxnID
+	}{
+		{"chain", waits([2]txnlock.TxnID{1, 2}, [2]txnlock.TxnID{2, 3}), nil},
+		{"upgrade waits for itself", waits([2]txnlock.TxnID{1, 1}, [2]txnlock.TxnID{2, 1}), nil},
+		{"two-cycle and a waiter behind it", waits([2]txnlock.TxnID{1, 2}, [2]txnlock.TxnID{2, 1}, [2]txnlock.TxnID{3, 1}), []txnlock.TxnID{1, 2}},
+		{"three-cycle through a second wait", waits([2]txnlock.TxnID{1, 2}, [2]txnlock.TxnID{2, 4}, [2]txnlock.TxnID{2, 3}, [2]txnlock.TxnID{3, 1}), []txnlock.TxnID{1, 2, 3}},
+		{"two cycles apart", waits([2]txnlock.TxnID{1, 2}, [2]txnlock.TxnID{2, 1}, [2]txnlock.TxnID{5, 6}, [2]txnlock.TxnID{6, 7}, [2]txnlock.TxnID{7, 5}, [2]txnlock.TxnID{7, 1}), []txnlock.TxnID{1, 2, 5, 6, 7}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []txnlock.TxnID
+			for txn := range onCycles(tc.waits) {
+				got = append(got, txn)
+			}
+			slices.Sort(got)
+			require.Equal(t, tc.on, got)
+		})
+	}
+}
