@@ -46,11 +46,6 @@ type core struct {
 	stack   []frame // reused by every search
 	rootBuf [1]*edge
 
-	// passWanted asks the background goroutine for a full pass (a search
-	// was deferred or not confirmed, or a wait began with Background
-	// detection).
-	passWanted bool
-
 	// testingOnConfirm, if set, sees every confirmed cycle before its
 	// victim is failed; testingOnBreak sees it once the victim is failed
 	// (tests only).
@@ -63,7 +58,7 @@ type core struct {
 type decision struct {
 	err      error                    // for the requester of Check, or nil
 	reports  []*txnlock.DeadlockError // for OnDeadlock
-	deferred bool                     // wake the background pass
+	deferred bool                     // a full pass is wanted
 }
 
 func (d *decision) merge(o decision) {
@@ -127,7 +122,6 @@ func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
 				// again without that edge, for another cycle through w,
 				// a few times.
 				c.stats.FalsePositivesAvoided++
-				c.passWanted = true
 				d.deferred = true
 				if unconfirmed++; bad < 0 || unconfirmed > maxUnconfirmed {
 					return d
@@ -149,7 +143,6 @@ func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
 		c.stats.Trips++
 		if c.opts.Breaker == Defer {
 			c.stats.Deferred++
-			c.passWanted = true
 			d.deferred = true
 			return d
 		}
@@ -327,7 +320,6 @@ func (c *core) resolve(cycle []*edge) (decision, *edge) {
 	live, bad := c.confirm(cycle)
 	if live == nil {
 		c.stats.FalsePositivesAvoided++
-		c.passWanted = true
 		return decision{deferred: true}, cycle[max(bad, 0)]
 	}
 	d, v := c.breakCycle(live, nil)

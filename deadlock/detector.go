@@ -34,6 +34,13 @@ type Detector struct {
 	stamps atomic.Uint64
 	_      [64]byte
 	closed atomic.Bool // Close was called
+	// passWish asks the background goroutine for a full pass: a search was
+	// deferred or not confirmed, or a wait began with Background
+	// detection. It is not under mu, which a busy graph's searches queue
+	// on: a pass must not wait behind them to learn that it is wanted.
+	passWish atomic.Bool
+	// passes counts the background passes run (Stats.BackgroundPasses).
+	passes atomic.Uint64
 	// reg holds the reported waits. Block and Unblock take one of its
 	// slot mutexes, not mu.
 	reg *registry
@@ -182,9 +189,7 @@ func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
 	case Off:
 		return nil
 	case Background:
-		d.mu.Lock()
-		d.mu.c.passWanted = true
-		d.mu.Unlock()
+		d.passWish.Store(true)
 		d.wake()
 		return nil
 	}
@@ -198,6 +203,7 @@ func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
 // apply carries out the rest of a decision with mu released.
 func (d *Detector) apply(dec decision) {
 	if dec.deferred {
+		d.passWish.Store(true)
 		d.wake()
 	}
 	if d.opts.OnDeadlock != nil {
@@ -219,6 +225,7 @@ func (d *Detector) Stats() Stats {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := d.mu.c.stats
+	s.BackgroundPasses = d.passes.Load()
 	s.Waits = d.reg.count()
 	return s
 }
@@ -294,24 +301,18 @@ func (d *Detector) run() {
 
 // takePassWish reports whether a full pass is wanted, and clears the wish:
 // the pass is about to run.
-func (d *Detector) takePassWish() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	w := d.mu.c.passWanted
-	d.mu.c.passWanted = false
-	return w
-}
+func (d *Detector) takePassWish() bool { return d.passWish.Swap(false) }
 
 // backgroundPass reads every reported wait and its blockers from the
 // managers (the registry's flatten, slot by slot, without mu), searches
 // that snapshot without limits, and breaks each cycle it finds that live
-// state confirms, under mu.
+// state confirms. It takes mu once for all of them: a busy graph's
+// on-block searches queue on mu, and a pass that took it once per cycle
+// would wait behind the whole queue each time.
 func (d *Detector) backgroundPass() {
 	d.passMu.Lock()
 	defer d.passMu.Unlock()
-	d.mu.Lock()
-	d.mu.c.stats.BackgroundPasses++
-	d.mu.Unlock()
+	d.passes.Add(1)
 	d.passFlat, d.passArena = d.reg.flatten(d.passFlat[:0], d.passArena[:0])
 	if len(d.passFlat) == 0 {
 		return
@@ -322,16 +323,16 @@ func (d *Detector) backgroundPass() {
 		d.testingAfterSnapshot()
 	}
 
+	var dec decision
+	d.mu.Lock()
 	steps, more := backgroundPass(snap, &d.passStack, maxCyclesPerPass, func(cycle []*edge) *edge {
-		d.mu.Lock()
-		dec, drop := d.mu.c.resolve(cycle)
-		d.mu.Unlock()
-		d.apply(dec)
+		one, drop := d.mu.c.resolve(cycle)
+		dec.merge(one)
 		return drop
 	})
-	d.mu.Lock()
 	d.mu.c.stats.Steps += uint64(steps)
 	d.mu.Unlock()
+	d.apply(dec)
 	if more {
 		d.wake()
 	}

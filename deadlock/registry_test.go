@@ -390,3 +390,33 @@ func TestUnblockSearchesOtherWait(t *testing.T) {
 
 // first returns the first of two values.
 func first[A, B any](a A, _ B) A { return a }
+
+// TestPassReadsWithoutMutex: a pass learns that it is wanted and reads the
+// registry without the detector's mutex, on which a busy graph's searches
+// queue; it takes the mutex only to break what it found.
+func TestPassReadsWithoutMutex(t *testing.T) {
+	d, err := newDetector(Options{Clock: manualclock.New()}, false)
+	require.NoError(t, err)
+	defer d.Close()
+	d.block(newTestWaiter(1, 2).edge())
+	d.apply(decision{deferred: true}) // a deferred search wants a pass
+	read := make(chan struct{})
+	d.testingAfterSnapshot = func() { close(read) }
+	d.mu.Lock() // a search holds the mutex
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if d.takePassWish() {
+			d.backgroundPass()
+		}
+	}()
+	select {
+	case <-read:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pass waits for the detector's mutex before it reads the registry")
+	}
+	d.mu.Unlock()
+	<-done
+	require.EqualValues(t, 1, d.Stats().BackgroundPasses)
+	require.False(t, d.takePassWish(), "the pass took the wish")
+}
