@@ -259,9 +259,10 @@ func (d *Detector) Close() error {
 // is wanted (a deferred or unconfirmed search, or a new wait with
 // Background detection); every BackgroundInterval it runs a full pass
 // anyway. After a full pass no other starts for passRestFactor times as
-// long as it took (at most BackgroundInterval), so that a busy graph,
-// where every wait wakes it, spends at most about a tenth of one processor
-// on passes; the wishes that arrive meanwhile coalesce.
+// long as it worked (at most BackgroundInterval; not counting its wait for
+// mu, behind the searches of a busy graph), so that a busy graph, where
+// every wait wakes it, spends at most about a tenth of one processor on
+// passes; the wishes that arrive meanwhile coalesce.
 func (d *Detector) run() {
 	defer close(d.done)
 	clock, interval := d.opts.Clock, d.opts.BackgroundInterval
@@ -291,9 +292,8 @@ func (d *Detector) run() {
 			next = now.Add(interval)
 		}
 		if wantPass && !now.Before(restUntil) {
-			d.backgroundPass()
-			end := clock.Now()
-			restUntil = end.Add(min(passRestFactor*end.Sub(now), interval))
+			busy := d.backgroundPass()
+			restUntil = clock.Now().Add(min(passRestFactor*busy, interval))
 			wantPass = false
 		}
 	}
@@ -308,14 +308,17 @@ func (d *Detector) takePassWish() bool { return d.passWish.Swap(false) }
 // that snapshot without limits, and breaks each cycle it finds that live
 // state confirms. It takes mu once for all of them: a busy graph's
 // on-block searches queue on mu, and a pass that took it once per cycle
-// would wait behind the whole queue each time.
-func (d *Detector) backgroundPass() {
+// would wait behind the whole queue each time. It returns how long it
+// worked, its wait for mu left out.
+func (d *Detector) backgroundPass() (busy time.Duration) {
 	d.passMu.Lock()
 	defer d.passMu.Unlock()
 	d.passes.Add(1)
+	clock := d.opts.Clock
+	start := clock.Now()
 	d.passFlat, d.passArena = d.reg.flatten(d.passFlat[:0], d.passArena[:0])
 	if len(d.passFlat) == 0 {
-		return
+		return clock.Now().Sub(start)
 	}
 	snap := snapshotOf(d.passFlat, d.passArena)
 	clear(d.passFlat) // drop the waiter references
@@ -324,7 +327,9 @@ func (d *Detector) backgroundPass() {
 	}
 
 	var dec decision
+	busy = clock.Now().Sub(start)
 	d.mu.Lock()
+	locked := clock.Now()
 	steps, more := backgroundPass(snap, &d.passStack, maxCyclesPerPass, func(cycle []*edge) *edge {
 		one, drop := d.mu.c.resolve(cycle)
 		dec.merge(one)
@@ -332,8 +337,10 @@ func (d *Detector) backgroundPass() {
 	})
 	d.mu.c.stats.Steps += uint64(steps)
 	d.mu.Unlock()
+	busy += clock.Now().Sub(locked)
 	d.apply(dec)
 	if more {
 		d.wake()
 	}
+	return busy
 }

@@ -25,7 +25,9 @@ import (
 // that is exact). A point waiter queued behind an overlapping wide waiter,
 // and a wide waiter, are answered with their nearest blockers
 // (nearestBlockersLocked), by which every request they wait for is
-// reached. WaitsFor, by which the detector confirms a
+// reached; each keeps its answer until something that may change it
+// happens (blkcache.go), since searches ask the same waiters again and
+// again. WaitsFor, by which the detector confirms a
 // cycle, is the key's Lock as it will stand once the waits that ended have
 // left it (locktable.Lock.SettledWaitsFor) for a shared point waiter in a
 // stripe without range locks, and its own conflicts (blockersLocked) for
@@ -118,7 +120,7 @@ func (f *family) detBlockersLocked(w *waiter, dst []txnlock.TxnID) []txnlock.Txn
 	if w.shared {
 		return f.stripes[w.stripe].keyHoldersLocked(w.lock, dst)
 	}
-	return f.nearestBlockersLocked(&w.request, w.seq, dst)
+	return f.keptBlockersLocked(w, dst)
 }
 
 // nearestBlockersLocked appends to dst, sorted and once each, the
@@ -133,6 +135,13 @@ func (f *family) detBlockersLocked(w *waiter, dst []txnlock.TxnID) []txnlock.Txn
 // queued ahead of it. Each listed edge is among blockersLocked, by which
 // the detector confirms a cycle. q's lock(s) are held.
 func (f *family) nearestBlockersLocked(q *request, seq uint64, dst []txnlock.TxnID) []txnlock.TxnID {
+	dst, _ = f.nearestBlockersAheadLocked(q, seq, dst)
+	return dst
+}
+
+// nearestBlockersAheadLocked is nearestBlockersLocked, and returns the
+// waiters queued ahead that the answer was made of.
+func (f *family) nearestBlockersAheadLocked(q *request, seq uint64, dst []txnlock.TxnID) ([]txnlock.TxnID, []*waiter) {
 	base := len(dst)
 	var ahead []*waiter
 	if !q.upgrade {
@@ -162,5 +171,5 @@ func (f *family) nearestBlockersLocked(q *request, seq uint64, dst []txnlock.Txn
 			dst = append(dst, owner)
 		}
 	})
-	return sortUnique(dst, base)
+	return sortUnique(dst, base), ahead
 }

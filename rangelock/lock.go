@@ -141,6 +141,9 @@ type waiter struct {
 	// ahead) they are its own conflicts, blockersLocked, and the key's
 	// Lock counts it in Det().Own.
 	shared bool
+	// blk is the detector's last answer, kept while nothing changes it
+	// (blkcache.go); guarded like the waiter's queue.
+	blk blkCache
 }
 
 func waiterOf(lw *lockwait.Waiter) *waiter { return lw.Ext.(*waiter) }
@@ -436,6 +439,7 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 		finish(&s.counters)
 		l := w.lock
 		l.Leave(w.lw)
+		f.pointLeftLocked(l, w.seq)
 		f.leftQueueLocked(l, w)
 		if l.Queued() > 0 {
 			f.recheckQueueLocked(s, l)
@@ -455,6 +459,7 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 	finish(&f.wideCounters)
 	f.wide.Remove(w.lw)
 	f.wideIdx.remove(w)
+	f.wideLeftLocked(w.r, w.seq)
 	f.recheckPointsLocked(rs)
 	f.recheckWideLocked(rs)
 	return blockers

@@ -72,6 +72,9 @@ type Detector struct {
 	// to say whom they wait for (rangelock: a point waiter behind a wide
 	// one).
 	Own int
+	// Version counts the owner's changes of a Lock with waiters, for
+	// answers its waiters keep (rangelock).
+	Version uint64
 }
 
 // GrantCount returns the Lock's count of grants, which a queued waiter

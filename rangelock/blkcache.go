@@ -1,0 +1,176 @@
+package rangelock
+
+import (
+	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/locktable"
+)
+
+// The detector asks a waiter that is not shared (a wide waiter, or a point
+// waiter behind a wide one) for its nearest blockers, which cost a walk of
+// what overlaps it (nearestBlockersLocked), and a search asks the same
+// waiters again and again while their answers stay the same: under a load
+// of 2,000 transactions on small ranges, 99 answers in 100 are the one
+// given before. So a waiter keeps its answer (blkCache) until something
+// that may change it happens:
+//
+//   - a grant or a release of a point (pointChangedLocked) bumps its
+//     Lock's version, which the Lock's waiters compare, and marks the
+//     wide waiters that overlap the key; so does a point waiter that
+//     leaves its queue without a grant (pointLeftLocked), for the wide
+//     waiters queued after it;
+//   - a grant or a release of a wide lock (wideChangedLocked) bumps the
+//     versions of the Locks in its range that have point waiters which
+//     are not shared, and marks the wide waiters that overlap it; so does
+//     a wide waiter that leaves without a grant (wideLeftLocked), for the
+//     wide waiters queued after it;
+//   - a request that joins a queue changes no answer: nobody waits for
+//     what is queued behind it, and an upgrade that joins a key's queue
+//     at its front is a holder of the key already, reached through the
+//     wide waiter that makes a point waiter behind it not shared;
+//   - a grant or release to a transaction while the family is fused
+//     stamps the transaction (stampLocked): its waiters' answers depend on
+//     what it holds (a request does not wait for queued requests that
+//     wait for its transaction, waitsfor.Skipped);
+//   - escalation bumps the family's epoch, which every answer compares.
+//     Stamps are kept only while the family is fused: striped, it has no
+//     wide waiter, and no point waiter skips anything.
+//
+// A waiter's answer depends on nothing else: the requests queued ahead of
+// it and the holders that overlap it, its transaction's holdings, and its
+// own request. But a waiter ahead that failed (timeout, cancel, victim)
+// stops counting at once, before its goroutine takes the latch to leave
+// (which under load can be long): so a kept answer also keeps the waiters
+// ahead it was made of, and holds only while they are all active.
+
+// blkCache is a waiter's kept answer, guarded like the waiter's queue.
+type blkCache struct {
+	ids   []txnlock.TxnID
+	ahead []*waiter // the waiters queued ahead it was made of
+	ok    bool      // ids is an answer (a wide waiter: and nothing marked it since)
+	lockV uint64    // a point waiter: its Lock's version then
+	epoch uint64    // the family's epoch then
+	stamp uint64    // its transaction's stamp then
+}
+
+// maxStamps bounds the transactions stamped in a family; past it the
+// stamps start afresh, with a new epoch.
+const maxStamps = 1024
+
+// keptBlockersLocked appends to dst w's nearest blockers, kept from the
+// last time if nothing changed them since. w's lock(s) are held.
+func (f *family) keptBlockersLocked(w *waiter, dst []txnlock.TxnID) []txnlock.TxnID {
+	c := &w.blk
+	fresh := c.ok && c.epoch == f.blkEpoch && c.stamp == f.stampOfLocked(w.txn)
+	if fresh && w.point() {
+		fresh = c.lockV == w.lock.Det().Version
+	}
+	for _, a := range c.ahead {
+		fresh = fresh && a.lw.Active()
+	}
+	if fresh {
+		return append(dst, c.ids...)
+	}
+	base := len(dst)
+	dst, ahead := f.nearestBlockersAheadLocked(&w.request, w.seq, dst)
+	*c = blkCache{
+		ids:   append(c.ids[:0], dst[base:]...),
+		ahead: append(c.ahead[:0], ahead...),
+		ok:    true,
+		epoch: f.blkEpoch,
+		stamp: f.stampOfLocked(w.txn),
+	}
+	if w.point() {
+		c.lockV = w.lock.Det().Version
+	}
+	return dst
+}
+
+// pointChangedLocked records a grant or release of point Lock l to txn.
+// l's stripe is held.
+func (f *family) pointChangedLocked(l *locktable.Lock, txn txnlock.TxnID) {
+	if l.Queued() > 0 {
+		l.Det().Version++
+	}
+	f.stampLocked(txn)
+	if f.wide.Len() > 0 {
+		f.markWideLocked(txnlock.Point(l.KeyBytes()), 0)
+	}
+}
+
+// pointLeftLocked records that the point waiter queued at seq left l's
+// queue without a grant. l's stripe is held.
+func (f *family) pointLeftLocked(l *locktable.Lock, seq uint64) {
+	if l.Queued() > 0 {
+		l.Det().Version++
+	}
+	if f.wide.Len() > 0 {
+		f.markWideLocked(txnlock.Point(l.KeyBytes()), seq)
+	}
+}
+
+// wideChangedLocked records a grant or release of wide range r to txn.
+// Every stripe is held.
+func (f *family) wideChangedLocked(r txnlock.Range, txn txnlock.TxnID) {
+	f.stampLocked(txn)
+	f.markPointsLocked(r)
+	f.markWideLocked(r, 0)
+}
+
+// wideLeftLocked records that the wide waiter queued at seq over r left
+// without a grant. Every stripe is held.
+func (f *family) wideLeftLocked(r txnlock.Range, seq uint64) {
+	f.markPointsLocked(r)
+	f.markWideLocked(r, seq)
+}
+
+// markPointsLocked bumps the versions of the Locks in r with point
+// waiters that are not shared. Every stripe is held.
+func (f *family) markPointsLocked(r txnlock.Range) {
+	f.queuedLocked(r, func(l *locktable.Lock) bool {
+		if d := l.Det(); d.Own > 0 {
+			d.Version++
+		}
+		return true
+	})
+}
+
+// markWideLocked marks the kept answers of the wide waiters that overlap
+// r and were queued after seq. Every stripe is held.
+func (f *family) markWideLocked(r txnlock.Range, seq uint64) {
+	f.wideIdx.overlapping(r, newRequest, func(w *waiter) bool {
+		if w.seq > seq {
+			w.blk.ok = false
+		}
+		return true
+	})
+}
+
+// stampLocked records that txn's holdings changed, if the family is
+// fused (striped, no answer depends on them).
+func (f *family) stampLocked(txn txnlock.TxnID) {
+	if !f.fused.Load() {
+		return
+	}
+	if len(f.stamps) >= maxStamps {
+		f.newEpochLocked()
+	}
+	if f.stamps == nil {
+		f.stamps = make(map[txnlock.TxnID]uint64)
+	}
+	f.lastStamp++
+	f.stamps[txn] = f.lastStamp
+}
+
+func (f *family) stampOfLocked(txn txnlock.TxnID) uint64 {
+	if !f.fused.Load() {
+		return 0
+	}
+	return f.stamps[txn]
+}
+
+// newEpochLocked drops every kept answer and every stamp. Every stripe is
+// held.
+func (f *family) newEpochLocked() {
+	f.blkEpoch++
+	clear(f.stamps)
+}
