@@ -73,6 +73,14 @@ type WaitGraph interface {
 	// assume-deadlock policy), else nil. Other victims are failed through
 	// their Waiter.
 	Check(w Waiter) error
+	// Recheck searches for a cycle through w's wait, a wait of txn, after
+	// a request that w waited for left the queue without a grant (timed
+	// out, cancelled, a victim): w now waits for what that request waited
+	// for, an edge that no answer of w's showed, and no new wait starts a
+	// search. The manager calls it with no latch held, once the request
+	// is unlinked; w may have ended, or been recycled, since (then the
+	// search finds nothing of it). A victim is failed through its Waiter.
+	Recheck(w Waiter, txn TxnID)
 	// Stamp returns the next value of one counter of the detector's. A
 	// manager takes a stamp for each wait inside the critical section that
 	// queues it and passes it in WaitEdge.Stamp: stamps then order waits

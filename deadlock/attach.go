@@ -80,6 +80,9 @@ func (a *attachment) Unblock(w txnlock.Waiter) { a.d.unblock(w) }
 // Check searches for a cycle through w's wait (Detector.check).
 func (a *attachment) Check(w txnlock.Waiter) error { return a.d.check(w, w.Txn()) }
 
+// Recheck searches for a cycle through w's wait (Detector.check).
+func (a *attachment) Recheck(w txnlock.Waiter, txn txnlock.TxnID) { a.d.check(w, txn) }
+
 // Stamp returns the next wait stamp.
 func (a *attachment) Stamp() uint64 { return a.d.stamps.Add(1) }
 

@@ -130,3 +130,47 @@ func TestHistoryCopies(t *testing.T) {
 	require.Equal(t, txnlock.TxnID(2), again[0].Victim)
 	require.Equal(t, txnlock.TxnID(1), again[0].Cycle[0].Blockers[0])
 }
+
+// TestRecheck: a wait whose blockers changed with no new wait (a request
+// it waited for left its queue) is searched from again. T2 waits for T1;
+// T1's wait was reported behind T3, which waits nowhere, so Block asked
+// for no Check; T3's request leaves and T1 now waits for T2: Recheck finds
+// T1 → T2 → T1 and fails the newest wait, T1's.
+func TestRecheck(t *testing.T) {
+	d, err := newDetector(Options{Clock: manualclock.New()}, false)
+	require.NoError(t, err)
+	defer d.Close()
+	g := d.Attach(nil)
+	w2 := newTestWaiter(2, 1)
+	require.False(t, g.Block(w2.edge()), "T1 does not wait yet")
+	w1 := newTestWaiter(1, 3)
+	require.False(t, g.Block(w1.edge()), "T3 does not wait")
+	w1.setBlockers(2)
+	g.Recheck(w1, 1)
+	require.ErrorIs(t, w1.Err(), txnlock.ErrDeadlock)
+	require.NoError(t, w2.Err())
+	require.EqualValues(t, 1, d.Stats().Deadlocks)
+}
+
+// TestDepthCutSearchGoesOn: a path that reaches MaxDepth is cut and the
+// search goes on along the others. T1 waits for T2 and T3; T2 heads a
+// chain of waits deeper than the limit (T2 → T4 → … → T8), T3 waits for
+// T1: the search cuts the chain, finds T1 → T3 → T1, and does not trip.
+func TestDepthCutSearchGoesOn(t *testing.T) {
+	d, err := newDetector(Options{MaxDepth: 3, Clock: manualclock.New()}, false)
+	require.NoError(t, err)
+	defer d.Close()
+	g := d.Attach(nil)
+	g.Block(newTestWaiter(2, 4).edge())
+	for txn := txnlock.TxnID(4); txn < 8; txn++ {
+		g.Block(newTestWaiter(txn, txn+1).edge())
+	}
+	g.Block(newTestWaiter(3, 1).edge())
+	w1 := newTestWaiter(1, 2, 3)
+	require.True(t, g.Block(w1.edge()))
+	var de *txnlock.DeadlockError
+	require.ErrorAs(t, g.Check(w1), &de)
+	require.Len(t, de.Cycle, 2)
+	require.Equal(t, []txnlock.TxnID{1, 3}, []txnlock.TxnID{de.Cycle[0].Txn, de.Cycle[1].Txn})
+	require.Zero(t, d.Stats().Trips)
+}

@@ -91,10 +91,15 @@
 //     flight): the lock's other waiters now wait for it; its granted
 //     wait's Unblock searches from its other waits;
 //   - a request leaving a queue: the waiters behind it wait for what it
-//     waited for, which the contracted edges already showed; a point
-//     lock's exact edges count the leaving request as gone already (the
-//     lock as it will stand), so the search that found the contracted
-//     cycle confirmed it;
+//     waited for. Where their answers were the lock's holders (the
+//     contraction), those edges were there already; a point lock's exact
+//     edges count the leaving request as gone already (the lock as it
+//     will stand), so the search that found the contracted cycle
+//     confirmed it. Where an answer named the leaving request (a range
+//     manager's nearest requests), the waiter has new edges, and the
+//     manager asks for a search from it (txnlock.WaitGraph.Recheck) once
+//     the request is unlinked: a victim chosen for one cycle may leave
+//     another standing behind it;
 //
 // Nothing else adds an edge. A holder's range that widens (rangelock's
 // escalation, or a range lock merged with its neighbours) covers only keys
@@ -132,7 +137,9 @@
 // An on-block search runs under the detector's mutex, so its cost is
 // bounded: MaxDepth transactions on the path (200), MaxSteps edges
 // followed (1,000,000) and MaxSearchTime (1ms, read from the injected
-// clock every 1024 steps). A search that hits a limit is a trip
+// clock every 1024 steps). A path that reaches MaxDepth is not followed
+// further, and the search goes on along the others; a search that found
+// no cycle after that, or that hits the steps or time limit, is a trip
 // (counted). InnoDB and RocksDB then assume a deadlock and roll the
 // requester back; here that is Breaker AssumeDeadlock. The default, Defer,
 // lets the requester sleep and wakes the background pass, which searches

@@ -123,7 +123,8 @@ type Options struct {
 	// Detection says when cycles are searched. Default: OnBlock.
 	Detection Detection
 	// MaxDepth bounds the length of the path an on-block search follows,
-	// in transactions. Default: DefaultMaxDepth (200).
+	// in transactions: a longer one is cut there, and the search trips if
+	// it then finds no cycle. Default: DefaultMaxDepth (200).
 	MaxDepth int
 	// MaxSteps bounds the edges an on-block search follows. Default:
 	// DefaultMaxSteps (1,000,000).

@@ -37,8 +37,9 @@ type result struct {
 	// contracts (the member's wait leads to the lock's blockers, not to
 	// it), so its own search meets the cycle and never reaches itself.
 	met []*edge
-	// trip names the limit hit ("depth", "steps", "time"); path is the
-	// search path at that moment.
+	// trip names the limit hit ("depth": a path was cut there and no
+	// cycle found; "steps"; "time"); path is the search path at that
+	// moment (the first cut, for "depth").
 	trip  string
 	path  []*edge
 	steps int
@@ -126,7 +127,7 @@ func (g *graph) walk(stack *[]frame, root *txnNode, rootWaits []*edge, target tx
 					}
 				}
 				if target == 0 || b == target {
-					res.cycle, res.met = c, nil
+					res.cycle, res.met, res.trip, res.path = c, nil, "", nil
 					return res
 				}
 				res.met = c
@@ -134,7 +135,13 @@ func (g *graph) walk(stack *[]frame, root *txnNode, rootWaits []*edge, target tx
 			continue
 		}
 		if len(st) >= lim.depth {
-			return tripped(res, "depth", st)
+			// Too deep: b is not followed here (nor marked, so that a
+			// shorter path may still follow it), and the search goes on
+			// for a cycle within the depth. If it finds none, it trips.
+			if res.trip == "" {
+				res.trip, res.path = "depth", cycleOf(st)
+			}
+			continue
 		}
 		n.mark, n.onStack = ep, true
 		st = append(st, frame{txn: n, waits: n.waits})

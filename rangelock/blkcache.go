@@ -1,8 +1,11 @@
 package rangelock
 
 import (
+	"slices"
+
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/locktable"
+	"github.com/txnlock/txnlock/internal/lockwait"
 )
 
 // The detector asks a waiter that is not shared (a wide waiter, or a point
@@ -93,19 +96,24 @@ func (f *family) pointChangedLocked(l *locktable.Lock, txn txnlock.TxnID) {
 	}
 	f.stampLocked(txn)
 	if f.wide.Len() > 0 {
-		f.markWideLocked(txnlock.Point(l.KeyBytes()), 0)
+		f.markWideLocked(txnlock.Point(l.KeyBytes()), 0, 0)
 	}
 }
 
-// pointLeftLocked records that the point waiter queued at seq left l's
-// queue without a grant. l's stripe is held.
-func (f *family) pointLeftLocked(l *locktable.Lock, seq uint64) {
+// pointLeftLocked records that the point waiter w left l's queue without
+// a grant, and returns the wide waiters to recheck (markWideLocked). l's
+// stripe is held.
+func (f *family) pointLeftLocked(l *locktable.Lock, w *waiter) []recheck {
+	gone := f.goneLocked(w)
+	var again []recheck
 	if l.Queued() > 0 {
 		l.Det().Version++
+		again = namedBehind(l, w.seq, gone, again)
 	}
-	if f.wide.Len() > 0 {
-		f.markWideLocked(txnlock.Point(l.KeyBytes()), seq)
+	if f.wide.Len() == 0 {
+		return again
 	}
+	return append(again, f.markWideLocked(txnlock.Point(l.KeyBytes()), w.seq, gone)...)
 }
 
 // wideChangedLocked records a grant or release of wide range r to txn.
@@ -113,14 +121,47 @@ func (f *family) pointLeftLocked(l *locktable.Lock, seq uint64) {
 func (f *family) wideChangedLocked(r txnlock.Range, txn txnlock.TxnID) {
 	f.stampLocked(txn)
 	f.markPointsLocked(r)
-	f.markWideLocked(r, 0)
+	f.markWideLocked(r, 0, 0)
 }
 
-// wideLeftLocked records that the wide waiter queued at seq over r left
-// without a grant. Every stripe is held.
-func (f *family) wideLeftLocked(r txnlock.Range, seq uint64) {
-	f.markPointsLocked(r)
-	f.markWideLocked(r, seq)
+// wideLeftLocked records that wide waiter w left without a grant, and
+// returns the wide waiters to recheck (markWideLocked). Every stripe is
+// held.
+func (f *family) wideLeftLocked(w *waiter) []recheck {
+	gone := f.goneLocked(w)
+	var again []recheck
+	f.queuedLocked(w.r, func(l *locktable.Lock) bool {
+		if d := l.Det(); d.Own > 0 {
+			d.Version++
+			again = namedBehind(l, w.seq, gone, again)
+		}
+		return true
+	})
+	return append(again, f.markWideLocked(w.r, w.seq, gone)...)
+}
+
+// namedBehind appends to again the point waiters of l that are not
+// shared, were queued after seq, and whose kept answer named gone (see
+// markWideLocked).
+func namedBehind(l *locktable.Lock, seq uint64, gone txnlock.TxnID, again []recheck) []recheck {
+	if gone == 0 || l.Det().Own == 0 {
+		return again
+	}
+	for lw := l.Front(); lw != nil; lw = lw.Next() {
+		if w := waiterOf(lw); !w.shared && w.seq > seq && lw.Active() && slices.Contains(w.blk.ids, gone) {
+			again = append(again, recheck{lw, w.txn})
+		}
+	}
+	return again
+}
+
+// goneLocked is the transaction of waiter w, which leaves without a grant,
+// for markWideLocked: zero (nothing to recheck) without a detector.
+func (f *family) goneLocked(w *waiter) txnlock.TxnID {
+	if f.m.det == nil {
+		return 0
+	}
+	return w.txn
 }
 
 // markPointsLocked bumps the versions of the Locks in r with point
@@ -135,14 +176,37 @@ func (f *family) markPointsLocked(r txnlock.Range) {
 }
 
 // markWideLocked marks the kept answers of the wide waiters that overlap
-// r and were queued after seq. Every stripe is held.
-func (f *family) markWideLocked(r txnlock.Range, seq uint64) {
+// r and were queued after seq. When a request of transaction gone left
+// (not granted), it returns those whose answer named gone: they wait now
+// for what it waited for, which their answers did not show, so a cycle
+// may run through them that no search will start from
+// (txnlock.WaitGraph.Recheck). Every stripe is held.
+func (f *family) markWideLocked(r txnlock.Range, seq uint64, gone txnlock.TxnID) []recheck {
+	var out []recheck
 	f.wideIdx.overlapping(r, newRequest, func(w *waiter) bool {
 		if w.seq > seq {
+			if gone != 0 && w.lw.Active() && slices.Contains(w.blk.ids, gone) {
+				out = append(out, recheck{w.lw, w.txn})
+			}
 			w.blk.ok = false
 		}
 		return true
 	})
+	return out
+}
+
+// recheck is a wait to search from again, and its transaction.
+type recheck struct {
+	lw  *lockwait.Waiter
+	txn txnlock.TxnID
+}
+
+// recheckAll asks the detector to search from each wait of rs. No latch
+// is held.
+func (f *family) recheckAll(rs []recheck) {
+	for _, r := range rs {
+		f.m.det.Recheck(r.lw, r.txn)
+	}
 }
 
 // stampLocked records that txn's holdings changed, if the family is

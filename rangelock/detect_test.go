@@ -26,6 +26,7 @@ type askDetector struct {
 	mu        sync.Mutex
 	edges     []txnlock.WaitEdge // Blockers copied: Block may not keep them
 	unblocked []txnlock.Waiter
+	rechecked []txnlock.TxnID
 	stamp     atomic.Uint64
 	gate      chan struct{} // nil: Unblock returns at once
 	openOnce  sync.Once
@@ -55,6 +56,22 @@ func (d *askDetector) Unblock(w txnlock.Waiter) {
 }
 
 func (d *askDetector) Check(txnlock.Waiter) error { panic("askDetector: Check after Block said false") }
+
+func (d *askDetector) Recheck(_ txnlock.Waiter, txn txnlock.TxnID) {
+	d.mu.Lock()
+	d.rechecked = append(d.rechecked, txn)
+	d.mu.Unlock()
+}
+
+// takeRechecked returns the transactions of the waits rechecked so far,
+// sorted, and forgets them.
+func (d *askDetector) takeRechecked() []txnlock.TxnID {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := slices.Sorted(slices.Values(d.rechecked))
+	d.rechecked = nil
+	return out
+}
 
 func (d *askDetector) Stamp() uint64 { return d.stamp.Add(1) }
 
@@ -359,4 +376,34 @@ func TestSourceWaitOver(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestSourceRecheck: a waiter that leaves without a grant hands whom it
+// waited for to the waiters behind it that named it, and the manager asks
+// the detector to search from those (txnlock.WaitGraph.Recheck): T1 holds
+// b; T2 waits for [a, d]; behind it, T3 waits for [b, c] and T4 for d
+// (not shared: behind T2), both blocked by T2, and T5 for [x, y] (held
+// by T6), which does not overlap. T2 gives up: T3 and T4 are rechecked;
+// T3 now waits for T1, and T4 is granted.
+func TestSourceRecheck(t *testing.T) {
+	h := newAskHarness(t, false)
+	h.lock(1, txnlock.Point([]byte("b")), ex)
+	ctx, cancel := context.WithCancel(context.Background())
+	_, t2 := h.wait(ctx, 2, incl(t, "a", "d"), ex)
+	w3, _ := h.wait(context.Background(), 3, incl(t, "b", "c"), ex)
+	w4, t4 := h.wait(context.Background(), 4, txnlock.Point([]byte("d")), ex)
+	h.lock(6, txnlock.Point([]byte("x")), ex)
+	w5, _ := h.wait(context.Background(), 5, incl(t, "x", "y"), ex)
+	for _, w := range []txnlock.Waiter{w3, w4, w5} {
+		ask(t, w) // the answers a search keeps
+	}
+	b, _ := ask(t, w3)
+	require.Equal(t, ids(2), b)
+	require.Empty(t, h.d.takeRechecked())
+	cancel()
+	require.ErrorIs(t, <-t2, context.Canceled)
+	require.Equal(t, ids(3, 4), h.d.takeRechecked())
+	b, _ = ask(t, w3)
+	require.Equal(t, ids(1), b)
+	require.NoError(t, <-t4)
 }

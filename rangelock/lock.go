@@ -439,7 +439,7 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 		finish(&s.counters)
 		l := w.lock
 		l.Leave(w.lw)
-		f.pointLeftLocked(l, w.seq)
+		again := f.pointLeftLocked(l, w)
 		f.leftQueueLocked(l, w)
 		if l.Queued() > 0 {
 			f.recheckQueueLocked(s, l)
@@ -452,15 +452,17 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 		wide := f.wide.Len() > 0 && f.wideOverlapsLocked(rs)
 		mu.Unlock()
 		f.recheckWide(wide, rs)
+		f.recheckAll(again)
 		return blockers
 	}
 	f.lockStripes()
-	defer f.unlockStripes()
 	finish(&f.wideCounters)
 	f.wide.Remove(w.lw)
 	f.wideIdx.remove(w)
-	f.wideLeftLocked(w.r, w.seq)
+	again := f.wideLeftLocked(w)
 	f.recheckPointsLocked(rs)
 	f.recheckWideLocked(rs)
+	f.unlockStripes()
+	f.recheckAll(again)
 	return blockers
 }

@@ -120,6 +120,15 @@ func (d *SeamDetector) Check(w txnlock.Waiter) error {
 	return nil
 }
 
+// Recheck logs a recheck of w's wait, if Block recorded it.
+func (d *SeamDetector) Recheck(w txnlock.Waiter, txn txnlock.TxnID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.mu.edges[w]; ok {
+		d.logfLocked("recheck %d", uint64(txn))
+	}
+}
+
 func sortedIDs(ids []txnlock.TxnID) []txnlock.TxnID {
 	s := slices.Clone(ids)
 	slices.Sort(s)
