@@ -20,8 +20,10 @@ import (
 // timeout ends a wait behind a chain that was still moving.
 type cycleWatch struct {
 	mu sync.Mutex
-	// on is the transactions on a cycle at the last look; guarded by mu.
-	on map[txnlock.TxnID]bool
+	// on maps the transactions on a cycle at the last look to how long
+	// every cycle of their strongly connected set had stood then (since
+	// the newest of its waits began); guarded by mu.
+	on map[txnlock.TxnID]time.Duration
 }
 
 // watchCycles starts a cycleWatch on m until ctx ends; wait waits for its
@@ -39,7 +41,11 @@ func watchCycles(ctx context.Context, m txnlock.Manager, period time.Duration) (
 				return
 			case <-t.C:
 			}
-			on := onCycles(m.Status().Waits)
+			on := map[txnlock.TxnID]time.Duration{}
+			now := time.Now()
+			for txn, since := range onCycles(m.Status().Waits) {
+				on[txn] = now.Sub(since)
+			}
 			w.mu.Lock()
 			w.on = on
 			w.mu.Unlock()
@@ -48,27 +54,35 @@ func watchCycles(ctx context.Context, m txnlock.Manager, period time.Duration) (
 	return w, func() { <-done }
 }
 
-// onCycle reports whether txn was on a cycle at the last look.
-func (w *cycleWatch) onCycle(txn txnlock.TxnID) bool {
+// onCycle reports whether txn was on a cycle at the last look, and how
+// long every cycle through it had stood then.
+func (w *cycleWatch) onCycle(txn txnlock.TxnID) (stood time.Duration, ok bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.on[txn]
+	stood, ok = w.on[txn]
+	return stood, ok
 }
 
 // onCycles returns the transactions that are on a cycle of the graph the
 // waits' Blockers draw: the members of its strongly connected components
-// of two or more (Tarjan's algorithm). A transaction never waits for
-// itself in it (an upgrade lists its own transaction).
-func onCycles(waits []txnlock.WaitStatus) map[txnlock.TxnID]bool {
+// of two or more (Tarjan's algorithm), each with the newest Since of its
+// component's waits, since when every cycle in it has stood. A
+// transaction never waits for itself in it (an upgrade lists its own
+// transaction).
+func onCycles(waits []txnlock.WaitStatus) map[txnlock.TxnID]time.Time {
 	next := map[txnlock.TxnID][]txnlock.TxnID{}
+	since := map[txnlock.TxnID]time.Time{}
 	for _, w := range waits {
 		next[w.Txn] = append(next[w.Txn], w.Blockers...)
+		if w.Since.After(since[w.Txn]) {
+			since[w.Txn] = w.Since
+		}
 	}
 	type mark struct{ index, low int }
 	marks := map[txnlock.TxnID]*mark{}
 	var stack []txnlock.TxnID
 	onStack := map[txnlock.TxnID]bool{}
-	on := map[txnlock.TxnID]bool{}
+	on := map[txnlock.TxnID]time.Time{}
 	var visit func(v txnlock.TxnID) *mark
 	visit = func(v txnlock.TxnID) *mark {
 		mv := &mark{len(marks), len(marks)}
@@ -90,8 +104,14 @@ func onCycles(waits []txnlock.WaitStatus) map[txnlock.TxnID]bool {
 				i--
 			}
 			if len(stack)-i > 1 {
+				var newest time.Time
 				for _, u := range stack[i:] {
-					on[u] = true
+					if since[u].After(newest) {
+						newest = since[u]
+					}
+				}
+				for _, u := range stack[i:] {
+					on[u] = newest
 				}
 			}
 			for _, u := range stack[i:] {
@@ -137,4 +157,18 @@ func TestOnCycles(t *testing.T) {
 			require.Equal(t, tc.on, got)
 		})
 	}
+}
+
+// TestOnCyclesSince: a strongly connected set's cycles have stood since
+// the newest of its waits began.
+func TestOnCyclesSince(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	on := onCycles([]txnlock.WaitStatus{
+		{Txn: 1, Blockers: []txnlock.TxnID{2}, Since: at(1)},
+		{Txn: 2, Blockers: []txnlock.TxnID{3}, Since: at(5)},
+		{Txn: 3, Blockers: []txnlock.TxnID{1}, Since: at(3)},
+		{Txn: 4, Blockers: []txnlock.TxnID{1}, Since: at(9)},
+	})
+	require.Equal(t, map[txnlock.TxnID]time.Time{1: at(5), 2: at(5), 3: at(5)}, on)
 }

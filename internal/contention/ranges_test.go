@@ -28,9 +28,10 @@ var loadTime = flag.Duration("contention.time", 5*time.Second, "how long Benchma
 // -contention.time. The range manager locks each range as one request;
 // the point manager locks the same keys one by one. It reports commits,
 // deadlocks and timeouts per second, and the timeouts of transactions
-// that Status showed on a cycle of waits a moment before (cycleWatch):
-// waits in cycles should end by detection, not by timeout; the other
-// timeouts are waits behind long chains of waits.
+// that Status showed on a cycle of waits a moment before (cycleWatch), and
+// of those the ones whose cycles had stood for half a second then: waits
+// in cycles should end by detection, not by timeout; the other timeouts
+// are waits behind long chains of waits.
 func BenchmarkContendedRanges(b *testing.B) {
 	for _, kind := range []string{"point", "range"} {
 		b.Run(kind, func(b *testing.B) {
@@ -43,6 +44,7 @@ func BenchmarkContendedRanges(b *testing.B) {
 			b.ReportMetric(float64(sum.deadlocks)/secs, "deadlocks/s")
 			b.ReportMetric(float64(sum.timeouts)/secs, "timeouts/s")
 			b.ReportMetric(float64(sum.cycleTimeouts)/secs, "cycle-timeouts/s")
+			b.ReportMetric(float64(sum.standingTimeouts)/secs, "standing-cycle-timeouts/s")
 		})
 	}
 }
@@ -51,15 +53,22 @@ func BenchmarkContendedRanges(b *testing.B) {
 type loadCounts struct {
 	commits, deadlocks, timeouts int64
 	// cycleTimeouts are the timeouts of transactions on a cycle of waits
-	// at cycleWatch's last look.
-	cycleTimeouts int64
+	// at cycleWatch's last look; standingTimeouts those of them whose
+	// cycles had all stood for standing then.
+	cycleTimeouts, standingTimeouts int64
 }
+
+// standing is how long a cycle stands before its timeouts count as
+// standingTimeouts: on-block detection finds a cycle in microseconds,
+// and a background pass within a second.
+const standing = 500 * time.Millisecond
 
 func (l *loadCounts) add(o loadCounts) {
 	l.commits += o.commits
 	l.deadlocks += o.deadlocks
 	l.timeouts += o.timeouts
 	l.cycleTimeouts += o.cycleTimeouts
+	l.standingTimeouts += o.standingTimeouts
 }
 
 // contendedRanges runs the load with the given number of clients for d.
@@ -80,7 +89,7 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var nextTxn atomic.Uint64
-	var c, dl, to, cto atomic.Int64
+	var c, dl, to, cto, sto atomic.Int64
 	watch, watched := watchCycles(ctx, m, 250*time.Millisecond)
 	var wg sync.WaitGroup
 	for i := range clients {
@@ -110,8 +119,11 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 					dl.Add(1)
 				case errors.Is(err, txnlock.ErrLockTimeout):
 					to.Add(1)
-					if watch.onCycle(txn) {
+					if stood, ok := watch.onCycle(txn); ok {
 						cto.Add(1)
+						if stood >= standing {
+							sto.Add(1)
+						}
 					}
 				}
 				if err := m.UnlockAll(txn); err != nil {
@@ -127,7 +139,7 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 	}
 	require.NoError(tb, m.Close())
 	require.NoError(tb, det.Close())
-	return loadCounts{commits: c.Load(), deadlocks: dl.Load(), timeouts: to.Load(), cycleTimeouts: cto.Load()}
+	return loadCounts{commits: c.Load(), deadlocks: dl.Load(), timeouts: to.Load(), cycleTimeouts: cto.Load(), standingTimeouts: sto.Load()}
 }
 
 // TestContendedRangesRuns: a short run of the load, with a tenth of the
