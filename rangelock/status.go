@@ -114,17 +114,21 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 	}
 	// The holders of each waiting key: its point locks, and the wide
 	// locks over it.
-	var wideHeld []holding
 	pointHeld := map[string][]holding{}
 	for _, h := range s.held {
 		if k, ok := h.r.PointKey(); ok {
 			if _, waited := byKey[string(k)]; waited {
 				pointHeld[string(k)] = append(pointHeld[string(k)], h)
 			}
-		} else {
-			wideHeld = append(wideHeld, h)
 		}
 	}
+	heldIdx := newSpanIndex(len(s.held), func(i int) txnlock.Range { return s.held[i].r })
+	heldBy := map[txnlock.TxnID][]holding{}
+	for _, h := range s.held {
+		heldBy[h.txn] = append(heldBy[h.txn], h)
+	}
+	waitIdx := newSpanIndex(len(s.waiters), func(i int) txnlock.Range { return s.waiters[i].r })
+	var found []int // what an index query found
 	var ahead []waitsfor.Request
 	for k, idx := range byKey {
 		// Upgrades are at the front of the key's queue, ahead of
@@ -134,9 +138,10 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 		})
 		key := txnlock.Point([]byte(k))
 		held := pointHeld[k]
-		for _, h := range wideHeld {
-			if h.r.Overlaps(key) {
-				held = append(held, h)
+		found = heldIdx.appendOverlapping(found[:0], key)
+		for _, j := range found {
+			if _, point := s.held[j].r.PointKey(); !point {
+				held = append(held, s.held[j])
 			}
 		}
 		sc := waitsfor.NewScanner(holdersOf(held), ahead)
@@ -165,10 +170,12 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 		w := s.waiters[i]
 		var overlapping []int
 		var queued []waitsfor.Queued
-		for j, o := range s.waiters[:i] {
-			if o.req.Txn != w.req.Txn && o.r.Overlaps(w.r) {
+		mine := heldBy[w.req.Txn]
+		found = waitIdx.appendOverlapping(found[:0], w.r)
+		for _, j := range found {
+			if o := s.waiters[j]; j < i && o.req.Txn != w.req.Txn {
 				overlapping = append(overlapping, j)
-				queued = append(queued, waitsfor.Queued{Txn: o.req.Txn, Mode: o.req.Mode, Range: o.r, WaitsForT: s.heldConflict(w.req.Txn, o)})
+				queued = append(queued, waitsfor.Queued{Txn: o.req.Txn, Mode: o.req.Mode, Range: o.r, WaitsForT: heldConflict(mine, o)})
 			}
 		}
 		// The requests w skips are not ahead of it (waitsfor.Skipped).
@@ -181,10 +188,9 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 		}
 		overlapping = kept
 		var held []holding
-		for _, h := range s.held {
-			if h.r.Overlaps(w.r) {
-				held = append(held, h)
-			}
+		found = heldIdx.appendOverlapping(found[:0], w.r)
+		for _, j := range found {
+			held = append(held, s.held[j])
 		}
 		// The requests ahead lie on keys apart: waitsfor.Spread.
 		var b []txnlock.TxnID
@@ -217,14 +223,61 @@ func (s *familySnap) row(cf txnlock.ColumnFamily, w waitSnap, blockers []txnlock
 	}
 }
 
-// heldConflict reports whether waiter o conflicts with a lock txn holds.
-func (s *familySnap) heldConflict(txn txnlock.TxnID, o waitSnap) bool {
-	for _, h := range s.held {
-		if h.txn == txn && h.txn != o.req.Txn && !h.mode.Compatible(o.req.Mode) && h.r.Overlaps(o.r) {
+// heldConflict reports whether waiter o conflicts with one of mine, the
+// holdings of another transaction.
+func heldConflict(mine []holding, o waitSnap) bool {
+	for _, h := range mine {
+		if h.txn != o.req.Txn && !h.mode.Compatible(o.req.Mode) && h.r.Overlaps(o.r) {
 			return true
 		}
 	}
 	return false
+}
+
+// spanIndex finds which of n ranges overlap a range, in time
+// proportional to what it finds when the ranges are short: it keeps them
+// sorted by start, with the greatest end of each prefix, so a scan back
+// from the last range that starts before the query ends stops where no
+// earlier range ends after the query starts.
+type spanIndex struct {
+	rangeOf func(i int) txnlock.Range
+	order   []int
+	maxEnd  []txnlock.Bound
+}
+
+func newSpanIndex(n int, rangeOf func(i int) txnlock.Range) *spanIndex {
+	x := &spanIndex{rangeOf: rangeOf, order: make([]int, n), maxEnd: make([]txnlock.Bound, n)}
+	for i := range x.order {
+		x.order[i] = i
+	}
+	slices.SortStableFunc(x.order, func(a, b int) int { return rangeOf(a).Start().Compare(rangeOf(b).Start()) })
+	for k, i := range x.order {
+		e := rangeOf(i).End()
+		if k > 0 && x.maxEnd[k-1].Compare(e) > 0 {
+			e = x.maxEnd[k-1]
+		}
+		x.maxEnd[k] = e
+	}
+	return x
+}
+
+// appendOverlapping appends to dst, in ascending order, the ranges that
+// overlap r.
+func (x *spanIndex) appendOverlapping(dst []int, r txnlock.Range) []int {
+	n := len(dst)
+	hi, _ := slices.BinarySearchFunc(x.order, r.End(), func(i int, end txnlock.Bound) int {
+		if x.rangeOf(i).Start().Compare(end) < 0 {
+			return -1
+		}
+		return 1
+	})
+	for k := hi - 1; k >= 0 && x.maxEnd[k].Compare(r.Start()) > 0; k-- {
+		if i := x.order[k]; x.rangeOf(i).Overlaps(r) {
+			dst = append(dst, i)
+		}
+	}
+	slices.Sort(dst[n:])
+	return dst
 }
 
 func holdersOf(held []holding) []waitsfor.Holder {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/ddtest"
 )
@@ -126,4 +127,27 @@ func heldBy(st txnlock.Status, txn txnlock.TxnID) bool {
 		}
 	}
 	return false
+}
+
+// TestSpanIndex: the index finds exactly the ranges a scan finds, in
+// ascending order, for random ranges with every kind of end.
+func TestSpanIndex(t *testing.T) {
+	for seed := range 200 {
+		o := &opReader{rng: rand.New(rand.NewPCG(uint64(seed), 5))}
+		rs := make([]txnlock.Range, o.next(40))
+		for i := range rs {
+			rs[i] = o.rangeOf()
+		}
+		x := newSpanIndex(len(rs), func(i int) txnlock.Range { return rs[i] })
+		for range 20 {
+			q := o.rangeOf()
+			var want []int
+			for i, r := range rs {
+				if r.Overlaps(q) {
+					want = append(want, i)
+				}
+			}
+			require.Equal(t, want, x.appendOverlapping(nil, q), "seed %d, %v among %v", seed, q, rs)
+		}
+	}
 }
