@@ -166,10 +166,11 @@ func (f *family) nearestBlockersAheadLocked(q *request, seq uint64, dst []txnloc
 		}
 		return false
 	}
-	f.heldConflictsLocked(q, func(owner txnlock.TxnID, held txnlock.Range, heldMode txnlock.Mode) {
+	f.heldConflictsLocked(q, func(owner txnlock.TxnID, held txnlock.Range, heldMode txnlock.Mode) bool {
 		if listed == base || !reached(owner, held, heldMode) {
 			dst = append(dst, owner)
 		}
+		return true
 	})
 	return sortUnique(dst, base), ahead
 }

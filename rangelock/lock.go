@@ -238,10 +238,10 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 		l = f.stripes[q.stripe].lockOfLocked(q.h, q.key)
 		blocked = f.pointBlockedLocked(q, l)
 	} else {
-		blocked = f.wideBlockedLocked(q)
+		blocked = f.wideBlockedLocked(q, newRequest)
 		if blocked && q.mode == txnlock.Exclusive && f.coveredLocked(q, txnlock.Shared) {
 			q.upgrade = true
-			blocked = f.wideBlockedLocked(q)
+			blocked = f.wideBlockedLocked(q, newRequest)
 		}
 	}
 	if !blocked {

@@ -105,18 +105,24 @@ func (f *family) orderPointsLocked() {
 	}
 }
 
-// wideBlockedLocked reports whether wide request q (not yet queued) must
-// wait: a conflicting holder, or, unless q is an upgrade, a conflicting
-// request queued ahead (FIFO) that it does not skip (queuedAheadLocked).
-// (A point request asks its key's Lock: pointBlockedLocked.)
-func (f *family) wideBlockedLocked(q *request) bool {
-	if len(f.holderConflictsLocked(q, nil)) > 0 {
+// wideBlockedLocked reports whether wide request q, at queue position seq
+// (newRequest: not yet queued), must wait: a conflicting holder, or,
+// unless q is an upgrade, a conflicting request queued ahead (FIFO) that
+// it does not skip (queuedAheadLocked). It stops at the first. (A point
+// request asks its key's Lock: pointBlockedLocked.)
+func (f *family) wideBlockedLocked(q *request, seq uint64) bool {
+	held := false
+	f.heldConflictsLocked(q, func(txnlock.TxnID, txnlock.Range, txnlock.Mode) bool {
+		held = true
+		return false
+	})
+	if held {
 		return true
 	}
-	if q.upgrade || !f.conflictAheadLocked(q, newRequest) {
+	if q.upgrade || !f.conflictAheadLocked(q, seq) {
 		return false
 	}
-	for _, w := range f.queuedAheadLocked(q, newRequest) {
+	for _, w := range f.queuedAheadLocked(q, seq) {
 		if !q.mode.Compatible(w.mode) {
 			return true
 		}
@@ -160,32 +166,38 @@ func (f *family) blockersLocked(q *request, seq uint64, dst []txnlock.TxnID) []t
 // of a point request is held; every stripe for a wide request.
 func (f *family) holderConflictsLocked(q *request, dst []txnlock.TxnID) []txnlock.TxnID {
 	base := len(dst)
-	f.heldConflictsLocked(q, func(owner txnlock.TxnID, _ txnlock.Range, _ txnlock.Mode) {
+	f.heldConflictsLocked(q, func(owner txnlock.TxnID, _ txnlock.Range, _ txnlock.Mode) bool {
 		dst = append(dst, owner)
+		return true
 	})
 	return sortUnique(dst, base)
 }
 
 // heldConflictsLocked calls fn for each lock of another transaction that
-// overlaps q and conflicts with it: its owner, the range held (a view fn
-// must not keep), and its mode. An owner may come more than once. The
-// stripe of a point request is held; every stripe for a wide request.
-func (f *family) heldConflictsLocked(q *request, fn func(owner txnlock.TxnID, held txnlock.Range, heldMode txnlock.Mode)) {
+// overlaps q and conflicts with it, until fn returns false: its owner, the
+// range held (a view fn must not keep), and its mode. An owner may come
+// more than once. The stripe of a point request is held; every stripe for
+// a wide request.
+func (f *family) heldConflictsLocked(q *request, fn func(owner txnlock.TxnID, held txnlock.Range, heldMode txnlock.Mode) bool) {
+	more := true
 	point := func(l *locktable.Lock) bool {
 		held := txnlock.Point(l.KeyBytes())
 		l.Holders(func(hd *locktable.Holder) bool {
 			if hd.Txn() != q.txn && !q.mode.Compatible(hd.Mode()) {
-				fn(hd.Txn(), held, hd.Mode())
+				more = fn(hd.Txn(), held, hd.Mode())
 			}
-			return true
+			return more
 		})
-		return true
+		return more
 	}
 	if f.tree.Len() > 0 {
 		f.tree.Conflicts(q.txn, q.r, q.mode, func(owner txnlock.TxnID, r txnlock.Range, m txnlock.Mode) bool {
-			fn(owner, r, m)
-			return true
+			more = fn(owner, r, m)
+			return more
 		})
+		if !more {
+			return
+		}
 	}
 	if q.point() {
 		if l := f.stripes[q.stripe].lockOfLocked(q.h, q.key); l != nil {
@@ -397,8 +409,7 @@ func (f *family) recheckWideWaiterLocked(w *waiter) {
 	if !w.lw.Active() {
 		return // failed: its goroutine unlinks it and re-checks
 	}
-	var buf [8]txnlock.TxnID
-	if len(f.blockersLocked(&w.request, w.seq, buf[:0])) == 0 {
+	if !f.wideBlockedLocked(&w.request, w.seq) {
 		f.grantWideLocked(w)
 	}
 }
