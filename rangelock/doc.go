@@ -112,9 +112,13 @@
 // overlapping wide waiter, and every wide waiter, is answered with its
 // nearest blockers by the rule of Status, through which every request it
 // waits for is reached, so a search follows a few edges per waiter, not
-// one to every request queued ahead. Grants and releases cost the
-// detector nothing; Block and Unblock run in lockwait.Waiter.Wait, with
-// no latch held.
+// one to every request queued ahead. Such a waiter keeps its answer until
+// something overlapping it changes (blkcache.go), and when a request it
+// named leaves without a grant, it now waits for what that request waited
+// for: the manager asks the detector to search from it
+// (txnlock.WaitGraph.Recheck, once the latch is released). Grants and
+// releases cost the detector nothing; Block and Unblock run in
+// lockwait.Waiter.Wait, with no latch held.
 //
 // # Lock order
 //
