@@ -39,7 +39,8 @@ type LockCounter interface {
 // (Waiter.Blockers, Waiter.WaitsFor), and the manager answers from its
 // live lock table under its own latch. Grants, releases and queue changes
 // cost the detector nothing: a wait costs one Block and one Unblock, and a
-// search only when the wait may close a cycle.
+// search only when the wait may close a cycle, or when a request it was
+// answered to wait for left without a grant (Recheck).
 //
 // Lock order: the detector's locks, then a manager's latch. It cannot
 // deadlock because a manager never calls the detector with a latch held,
