@@ -26,10 +26,11 @@ import (
 //     are not shared, and marks the wide waiters that overlap it; so does
 //     a wide waiter that leaves without a grant (wideLeftLocked), for the
 //     wide waiters queued after it;
-//   - a request that joins a queue changes no answer: nobody waits for
-//     what is queued behind it, and an upgrade that joins a key's queue
-//     at its front is a holder of the key already, reached through the
-//     wide waiter that makes a point waiter behind it not shared;
+//   - a request that joins the end of a queue changes no answer: nobody
+//     waits for what is queued behind it. A point upgrade joins its key's
+//     queue at the front, and bumps the Lock's version: the waiters there
+//     now reach the other holders through it (a wide waiter is ahead of
+//     it by seq);
 //   - a grant or release to a transaction while the family is fused
 //     stamps the transaction (stampLocked): its waiters' answers depend on
 //     what it holds (a request does not wait for queued requests that

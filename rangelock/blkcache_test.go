@@ -115,31 +115,36 @@ func untilGrantedOrQueued(m *Manager, txn txnlock.TxnID, w *keptWait) error {
 }
 
 // TestKeptBlockersUpgradeAhead: an upgrade joins its key's queue at the
-// front, ahead of the point waiters there, and changes no kept answer: T1
-// and T4 hold b Shared; T2 waits for [a, c] Exclusive; T3's Shared
-// request for b queues behind T2 (not shared), blocked by T2; T1 asks for
-// b Exclusive and queues ahead of T3, which reaches T1 through T2. Then
-// the grants change them.
+// front, ahead of the point waiters there, whose answers change: T1, T4
+// and T5 hold b Shared; T2 waits for [a, c] Exclusive, and T3's
+// Exclusive request for b queues behind it (not shared); T2 gives up, and
+// T3 is blocked by the holders T1, T4 and T5. T1 asks for b Exclusive and
+// queues ahead of T3, which now reaches T4 and T5 through T1.
 func TestKeptBlockersUpgradeAhead(t *testing.T) {
 	withRangeManager(t, func(m *Manager, _ *deadlock.Detector) {
 		ctx := context.Background()
-		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("b"), Mode: txnlock.Shared}))
-		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 4, Range: point("b"), Mode: txnlock.Shared}))
-		t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "c"), Mode: txnlock.Exclusive})
+		for _, txn := range []txnlock.TxnID{1, 4, 5} {
+			require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: txn, Range: point("b"), Mode: txnlock.Shared}))
+		}
+		ctx2, cancel2 := context.WithCancel(ctx)
+		t2 := make(chan error, 1)
+		go func() {
+			t2 <- m.Lock(ctx2, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "c"), Mode: txnlock.Exclusive})
+		}()
 		waitUntilWaiting(t, m, 2)
-		t3 := asyncLock(m, txnlock.Request{Txn: 3, Range: point("b"), Mode: txnlock.Shared})
+		t3 := asyncLock(m, txnlock.Request{Txn: 3, Range: point("b"), Mode: txnlock.Exclusive})
 		waitUntilWaiting(t, m, 3)
-		require.NoError(t, m.checkInvariants()) // keeps T3's answer
+		cancel2()
+		require.ErrorIs(t, <-t2, context.Canceled)
+		require.NoError(t, m.checkInvariants()) // keeps T3's answer: 1, 4, 5
 		t1 := asyncLock(m, txnlock.Request{Txn: 1, Range: point("b"), Mode: txnlock.Exclusive})
 		waitUntilWaiting(t, m, 1)
 		require.NoError(t, m.checkInvariants())
 		require.NoError(t, m.UnlockAll(4))
+		require.NoError(t, m.UnlockAll(5))
 		require.NoError(t, <-t1)
 		require.NoError(t, m.checkInvariants())
 		require.NoError(t, m.UnlockAll(1))
-		require.NoError(t, <-t2)
-		require.NoError(t, m.checkInvariants())
-		require.NoError(t, m.UnlockAll(2))
 		require.NoError(t, <-t3)
 		require.NoError(t, m.UnlockAll(3))
 	})

@@ -359,6 +359,9 @@ func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 			l.Det().Own++
 		}
 		l.Enqueue(w.lw)
+		if w.upgrade {
+			l.Det().Version++ // ahead of the key's waiters (blkcache.go)
+		}
 		s.counters.BeginWait()
 	} else {
 		w.key = nil
