@@ -68,8 +68,8 @@ func (f *family) keptBlockersLocked(w *waiter, dst []txnlock.TxnID) []txnlock.Tx
 	if fresh && w.point() {
 		fresh = c.lockV == w.lock.Det().Version
 	}
-	for _, a := range c.ahead {
-		fresh = fresh && a.lw.Active()
+	for i := 0; fresh && i < len(c.ahead); i++ {
+		fresh = c.ahead[i].lw.Active()
 	}
 	if fresh {
 		return append(dst, c.ids...)
@@ -121,7 +121,7 @@ func (f *family) pointLeftLocked(l *locktable.Lock, w *waiter) []recheck {
 // Every stripe is held.
 func (f *family) wideChangedLocked(r txnlock.Range, txn txnlock.TxnID) {
 	f.stampLocked(txn)
-	f.markPointsLocked(r)
+	f.markPointsLocked(r, 0, 0)
 	f.markWideLocked(r, 0, 0)
 }
 
@@ -130,15 +130,7 @@ func (f *family) wideChangedLocked(r txnlock.Range, txn txnlock.TxnID) {
 // held.
 func (f *family) wideLeftLocked(w *waiter) []recheck {
 	gone := f.goneLocked(w)
-	var again []recheck
-	f.queuedLocked(w.r, func(l *locktable.Lock) bool {
-		if d := l.Det(); d.Own > 0 {
-			d.Version++
-			again = namedBehind(l, w.seq, gone, again)
-		}
-		return true
-	})
-	return append(again, f.markWideLocked(w.r, w.seq, gone)...)
+	return append(f.markPointsLocked(w.r, w.seq, gone), f.markWideLocked(w.r, w.seq, gone)...)
 }
 
 // namedBehind appends to again the point waiters of l that are not
@@ -166,14 +158,18 @@ func (f *family) goneLocked(w *waiter) txnlock.TxnID {
 }
 
 // markPointsLocked bumps the versions of the Locks in r with point
-// waiters that are not shared. Every stripe is held.
-func (f *family) markPointsLocked(r txnlock.Range) {
+// waiters that are not shared, and returns those of them queued after seq
+// whose answer named gone (as markWideLocked). Every stripe is held.
+func (f *family) markPointsLocked(r txnlock.Range, seq uint64, gone txnlock.TxnID) []recheck {
+	var again []recheck
 	f.queuedLocked(r, func(l *locktable.Lock) bool {
 		if d := l.Det(); d.Own > 0 {
 			d.Version++
+			again = namedBehind(l, seq, gone, again)
 		}
 		return true
 	})
+	return again
 }
 
 // markWideLocked marks the kept answers of the wide waiters that overlap
