@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"unsafe"
 )
 
 // Txn is one transaction's handle over the lock managers it uses:
@@ -520,17 +521,16 @@ func (h *Txn) addRecordLocked(m Manager) *record {
 // uses are cancelled and dropped: a handle keeps as many as it has
 // overlapping calls with different contexts, usually one.
 func (h *Txn) waitCtxLocked(parent context.Context) *waitCtx {
-	if q := &h.mu.quiet; parent.Done() == nil {
-		// The parent is written only when it changes: a transaction's
-		// calls usually pass one context.
-		same := sameContext(h.quietCtx.Context, parent)
-		if q.users == 0 || same {
-			if !same {
-				h.quietCtx.Context = parent
-			}
-			q.users++
-			return q
-		}
+	// The quiet parent is written only when it changes: a transaction's
+	// calls usually pass one context, which was never done the last time
+	// (a context that is never done stays so).
+	if q := &h.mu.quiet; sameContext(h.quietCtx.Context, parent) {
+		q.users++
+		return q
+	} else if q.users == 0 && parent.Done() == nil {
+		h.quietCtx.Context = parent
+		q.users++
+		return q
 	}
 	for _, w := range h.mu.waits {
 		if sameContext(w.parent, parent) {
@@ -554,8 +554,14 @@ func (h *Txn) waitCtxLocked(parent context.Context) *waitCtx {
 }
 
 // sameContext reports whether a and b are the same context, without the
-// panic of == on two values of one incomparable type.
+// panic of == on two values of one incomparable type. Interface values
+// whose two words (type, data) are equal are the same value of any type:
+// that is the usual case, a call passing the context of the last one, and
+// it is answered without reflection.
 func sameContext(a, b context.Context) bool {
+	if *(*[2]unsafe.Pointer)(unsafe.Pointer(&a)) == *(*[2]unsafe.Pointer)(unsafe.Pointer(&b)) {
+		return true
+	}
 	t := reflect.TypeOf(a)
 	return t == reflect.TypeOf(b) && t.Comparable() && a == b
 }

@@ -23,17 +23,17 @@ func benchWorkload(b *testing.B, w Workload, locks ...LockKind) {
 	for _, lock := range locks {
 		for _, threads := range benchThreads {
 			b.Run(fmt.Sprintf("lock=%s/threads=%d", lock, threads), func(b *testing.B) {
-				runBench(b, OpenSBTest, w, lock, threads)
+				runBench(b, OpenSBTest, w, lock, threads, false)
 			})
 		}
 	}
 }
 
-func runBench(b *testing.B, open Opener, w Workload, lock LockKind, threads int) {
+func runBench(b *testing.B, open Opener, w Workload, lock LockKind, threads int, timeLocks bool) {
 	ctx := context.Background()
 	db, err := open(ctx, TableConfig{
 		Tables: 1, TableSize: DefaultTableSize, Layout: LayoutShared, Storage: StorageMem,
-		Lock: lock, AutoIncMode: 1, LockTimeout: DefaultLockTimeout,
+		Lock: lock, AutoIncMode: 1, LockTimeout: DefaultLockTimeout, TimeLocks: timeLocks,
 	})
 	if err != nil {
 		b.Fatal(err)
@@ -50,6 +50,9 @@ func runBench(b *testing.B, open Opener, w Workload, lock LockKind, threads int)
 	}
 	b.ReportMetric(r.QPS(), "qps")
 	b.ReportMetric(r.LocksPerTxn(), "locks/txn")
+	if timeLocks {
+		b.ReportMetric(float64(r.LockTimePerTxn()), "lock-ns/txn")
+	}
 	if r.Errors() > 0 {
 		b.ReportMetric(float64(r.Errors())/float64(b.N), "errors/op")
 	}
@@ -71,6 +74,23 @@ func BenchmarkOLTPUpdateNonIndex(b *testing.B) {
 // a table that does nothing.
 func BenchmarkDriverOverhead(b *testing.B) {
 	for _, w := range []Workload{OLTPWriteOnly, OLTPUpdateNonIndex} {
-		b.Run(string(w), func(b *testing.B) { runBench(b, OpenNoop, w, LockNone, 1) })
+		b.Run(string(w), func(b *testing.B) { runBench(b, OpenNoop, w, LockNone, 1, false) })
+	}
+}
+
+// BenchmarkLockTime: oltp_write_only at 1 thread with the lock calls
+// timed (lock-ns/txn, two clock reads per call). lock=point-sk sends the
+// point manager 4 more requests per transaction than lock=point, so
+// (lock-ns/txn of point-sk - of point) / 4 is the cost of one more lock
+// request in place, among Pebble's work:
+//
+//	go test -c -o /tmp/bench.test ./bench && cd bench
+//	python3 ../tools/benchpairs.py 8 . 'LockTime' 20000x cur=/tmp/bench.test -- \
+//	  "(b['lock=point-sk:lock-ns/txn']-b['lock=point:lock-ns/txn'])/4"
+func BenchmarkLockTime(b *testing.B) {
+	for _, lock := range []LockKind{LockPoint, LockPointSK, LockRange} {
+		b.Run(fmt.Sprintf("lock=%s", lock), func(b *testing.B) {
+			runBench(b, OpenSBTest, OLTPWriteOnly, lock, 1, true)
+		})
 	}
 }

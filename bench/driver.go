@@ -62,11 +62,14 @@ type RunResult struct {
 	ExecAvg      float64 `json:"fair_exec_avg_s"`
 	ExecStddev   float64 `json:"fair_exec_stddev_s"`
 
-	LockRequests uint64        `json:"lock_requests"` // by committed transactions
-	LockStats    txnlock.Stats `json:"-"`
-	Detector     DeadlockStats `json:"detector"`
-	Verify       VerifyReport  `json:"verify"`
-	Digests      []DigestStat  `json:"digests,omitempty"`
+	LockRequests uint64 `json:"lock_requests"` // by committed transactions
+	// LockTime is the time committed transactions spent inside lock
+	// calls, with TableConfig.TimeLocks.
+	LockTime  time.Duration `json:"lock_time_ns,omitempty"`
+	LockStats txnlock.Stats `json:"-"`
+	Detector  DeadlockStats `json:"detector"`
+	Verify    VerifyReport  `json:"verify"`
+	Digests   []DigestStat  `json:"digests,omitempty"`
 }
 
 // Queries is every statement that completed (BEGIN and COMMIT included).
@@ -89,6 +92,15 @@ func (r *RunResult) LocksPerTxn() float64 {
 	return float64(r.LockRequests) / float64(r.Txns)
 }
 
+// LockTimePerTxn is the time a committed transaction spent inside lock
+// calls, on average (TableConfig.TimeLocks; else 0).
+func (r *RunResult) LockTimePerTxn() time.Duration {
+	if r.Txns == 0 {
+		return 0
+	}
+	return r.LockTime / time.Duration(r.Txns)
+}
+
 func perSec(n uint64, d time.Duration) float64 {
 	if d <= 0 {
 		return 0
@@ -107,6 +119,7 @@ type threadState struct {
 	deadlocks    uint64
 	timeouts     uint64
 	lockRequests uint64
+	lockTime     time.Duration // committed transactions'
 	sess         *session
 	err          error // an error that is neither a deadlock nor a timeout
 }
@@ -170,6 +183,7 @@ func runOn(ctx context.Context, db DB, spec RunSpec) (*RunResult, error) {
 		res.Deadlocks += th.deadlocks
 		res.Timeouts += th.timeouts
 		res.LockRequests += th.lockRequests
+		res.LockTime += th.lockTime
 		h.merge(&th.hist)
 		if digests != nil {
 			digests.merge(th.sess.digests)
@@ -211,6 +225,7 @@ func (th *threadState) loop(spec RunSpec, stop *atomic.Bool, claimed *atomic.Int
 		case err == nil:
 			th.hist.add(lat)
 			th.lockRequests += uint64(s.tx.LockRequests())
+			th.lockTime += s.tx.LockTime()
 			th.latSum.Add(int64(lat))
 			th.txns.Add(1)
 		case errors.Is(err, txnlock.ErrDeadlock):

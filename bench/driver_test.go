@@ -73,6 +73,9 @@ func TestRunLocksPerTxn(t *testing.T) {
 	assert.EqualValues(t, 100, r.Timeouts)
 	// 3 keys per transaction, fewer when two random ids collide.
 	assert.InDelta(t, 3, r.LocksPerTxn(), 0.05)
+	// The fake's lock calls take 1µs each: committed transactions' only.
+	assert.Equal(t, time.Duration(r.LockRequests)*time.Microsecond, r.LockTime)
+	assert.Equal(t, r.LockTime/time.Duration(r.Txns), r.LockTimePerTxn())
 }
 
 // TestRunIgnoredErrors: deadlocks and timeouts are told apart, rolled

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/txnlock/txnlock"
 )
@@ -207,6 +208,7 @@ func (tx *fakeTx) InsertAuto(_ context.Context, t int, k int64, _, _ string) (in
 	return id, nil
 }
 
-func (tx *fakeTx) Commit() error     { return nil }
-func (tx *fakeTx) Rollback() error   { return nil }
-func (tx *fakeTx) LockRequests() int { return len(tx.locks) }
+func (tx *fakeTx) Commit() error           { return nil }
+func (tx *fakeTx) Rollback() error         { return nil }
+func (tx *fakeTx) LockRequests() int       { return len(tx.locks) }
+func (tx *fakeTx) LockTime() time.Duration { return time.Duration(len(tx.locks)) * time.Microsecond }

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"sync/atomic"
+	"time"
 
 	"github.com/txnlock/txnlock"
 )
@@ -45,6 +46,7 @@ func (*noopTx) Insert(context.Context, int, int64, int64, string, string) error 
 func (tx *noopTx) InsertAuto(context.Context, int, int64, string, string) (int64, error) {
 	return tx.db.nextID.Add(1), nil
 }
-func (*noopTx) Commit() error     { return nil }
-func (*noopTx) Rollback() error   { return nil }
-func (*noopTx) LockRequests() int { return 0 }
+func (*noopTx) Commit() error           { return nil }
+func (*noopTx) Rollback() error         { return nil }
+func (*noopTx) LockRequests() int       { return 0 }
+func (*noopTx) LockTime() time.Duration { return 0 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"time"
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/bench/sbtest"
@@ -29,7 +30,7 @@ func OpenSBTest(ctx context.Context, cfg TableConfig) (DB, error) {
 	db, err := sbtest.Open(sbtest.Options{
 		Tables: cfg.Tables, TableSize: cfg.TableSize, Layout: cfg.Layout, NoSK: cfg.NoSK,
 		Dir: dir, Sync: cfg.Sync, Lock: cfg.Lock, AutoIncMode: cfg.AutoIncMode,
-		LockTimeout: cfg.LockTimeout, Detector: det,
+		LockTimeout: cfg.LockTimeout, Detector: det, TimeLocks: cfg.TimeLocks,
 	})
 	if err != nil {
 		det.Close()
@@ -117,9 +118,10 @@ func (t sbTx) InsertAuto(ctx context.Context, table int, k int64, c, pad string)
 	return t.tx.InsertAuto(ctx, table, k, c, pad)
 }
 
-func (t sbTx) Commit() error     { return t.tx.Commit() }
-func (t sbTx) Rollback() error   { return t.tx.Rollback() }
-func (t sbTx) LockRequests() int { return t.tx.LockRequests() }
+func (t sbTx) Commit() error           { return t.tx.Commit() }
+func (t sbTx) Rollback() error         { return t.tx.Rollback() }
+func (t sbTx) LockRequests() int       { return t.tx.LockRequests() }
+func (t sbTx) LockTime() time.Duration { return t.tx.LockTime() }
 
 func b2i(b bool) int {
 	if b {

@@ -69,6 +69,7 @@ type TableConfig struct {
 	Lock        LockKind // locking rule
 	AutoIncMode int      // InnoDB innodb_autoinc_lock_mode: 0, 1 or 2
 	LockTimeout time.Duration
+	TimeLocks   bool // time the lock calls (RunResult.LockTime)
 }
 
 // Opener opens and prepares a fresh table. The driver closes it after the
@@ -121,6 +122,9 @@ type Tx interface {
 	// LockRequests is the number of lock requests sent to the lock
 	// manager by this transaction so far.
 	LockRequests() int
+	// LockTime is the time spent inside its lock calls so far, if the
+	// table was opened with TableConfig.TimeLocks; else 0.
+	LockTime() time.Duration
 }
 
 // VerifyReport is the table check after a run.

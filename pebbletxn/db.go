@@ -42,14 +42,17 @@ type DB struct {
 	// ownsPebble: Open made pdb, so Close closes it. Immutable.
 	ownsPebble bool
 
-	// cfMu guards cfs and nextCF, and serializes the stores to names.
+	// cfMu guards cfs and nextCF, and serializes the stores to ids and
+	// low.
 	cfMu   sync.Mutex
 	cfs    map[string]txnlock.ColumnFamily
 	nextCF uint32
-	// names maps every column family id to its name. It is replaced, never
-	// changed, under cfMu, and read without a lock by every call that takes
-	// a column family.
-	names atomic.Pointer[map[txnlock.ColumnFamily]string]
+	// ids is the set of column family ids. It is replaced, never changed,
+	// under cfMu, and read without a lock by every call that takes a
+	// column family; low has bit i set for each id i < 64 in it, so that
+	// the check of the usual small id is one load.
+	ids atomic.Pointer[map[txnlock.ColumnFamily]struct{}]
+	low atomic.Uint64
 
 	// txnMu guards txns: the open transactions, released by Close.
 	txnMu sync.Mutex
@@ -86,7 +89,8 @@ func New(pdb *pebble.DB, opts Options) (_ *DB, err error) {
 		nextCF: 1,
 		txns:   make(map[txnlock.TxnID]*Txn),
 	}
-	db.names.Store(&map[txnlock.ColumnFamily]string{txnlock.DefaultColumnFamily: DefaultColumnFamilyName})
+	db.ids.Store(&map[txnlock.ColumnFamily]struct{}{txnlock.DefaultColumnFamily: {}})
+	db.low.Store(1 << txnlock.DefaultColumnFamily)
 	defer db.recoverPebble("new", 0, &err)
 	if err := db.loadCatalog(); err != nil {
 		return nil, err
@@ -133,9 +137,12 @@ func (db *DB) registerLocked(name string, id uint32) error {
 		return err
 	}
 	db.cfs[name] = cf
-	names := maps.Clone(*db.names.Load())
-	names[cf] = name
-	db.names.Store(&names)
+	ids := maps.Clone(*db.ids.Load())
+	ids[cf] = struct{}{}
+	db.ids.Store(&ids)
+	if id < 64 {
+		db.low.Store(db.low.Load() | 1<<id)
+	}
 	return nil
 }
 
@@ -195,7 +202,10 @@ func (db *DB) ColumnFamilies() map[string]txnlock.ColumnFamily {
 // checkCF fails op of txn (0: none) if cf is not a column family of the DB,
 // with an error matching txnlock.ErrUnknownColumnFamily.
 func (db *DB) checkCF(op string, txn txnlock.TxnID, cf txnlock.ColumnFamily) error {
-	if _, ok := (*db.names.Load())[cf]; !ok {
+	if uint32(cf) < 64 && db.low.Load()&(1<<cf) != 0 {
+		return nil
+	}
+	if _, ok := (*db.ids.Load())[cf]; !ok {
 		return &txnError{op: op, txn: txn, err: fmt.Errorf("%w: %v", txnlock.ErrUnknownColumnFamily, cf)}
 	}
 	return nil

@@ -120,6 +120,11 @@ type Options struct {
 	// MemTableSize is Pebble's memtable size, in bytes. Default:
 	// DefaultMemTableSize (64 MB).
 	MemTableSize uint64
+	// TimeLocks makes each Tx add up the time spent inside its lock
+	// calls (Tx.LockTime), at the cost of two clock reads per call.
+	// ScanForUpdate, which locks and reads in one call, is not counted.
+	// Default: false.
+	TimeLocks bool
 }
 
 // EnsureDefaults fills zero fields with their defaults.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
@@ -335,6 +336,32 @@ func TestAutoIncLockWaits(t *testing.T) {
 	require.NoError(t, t1.Commit())
 	require.NoError(t, t2.Commit())
 	verify(t, db)
+}
+
+// With TimeLocks, a transaction adds up the time of its lock calls, waits
+// included; without, LockTime stays 0.
+func TestLockTime(t *testing.T) {
+	plain := open(t, Options{})
+	tx := plain.Begin()
+	_, _, err := tx.SelectForUpdate(bg, 1, 30)
+	require.NoError(t, err)
+	require.Zero(t, tx.LockTime())
+	require.NoError(t, tx.Commit())
+
+	db := open(t, Options{TimeLocks: true})
+	t1, t2 := db.Begin(), db.Begin()
+	_, _, err = t1.SelectForUpdate(bg, 1, 30)
+	require.NoError(t, err)
+	require.Positive(t, t1.LockTime())
+	done := make(chan error, 1)
+	go func() { _, _, err := t2.SelectForUpdate(bg, 1, 30); done <- err }()
+	waitForWaiter(t, db.Manager(), t2.ID())
+	const held = 20 * time.Millisecond
+	time.Sleep(held)
+	require.NoError(t, t1.Commit())
+	require.NoError(t, <-done)
+	require.GreaterOrEqual(t, t2.LockTime(), held, "the wait is counted")
+	require.NoError(t, t2.Commit())
 }
 
 // Concurrent oltp_write_only transactions on each lock kind and layout;

@@ -3,6 +3,7 @@ package sbtest
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/pebbletxn"
@@ -19,6 +20,8 @@ type Tx struct {
 	db  *DB
 	txn *pebbletxn.Txn
 	err error // Begin's failure, returned by every call
+	// lockTime is the time spent in lock calls, with Options.TimeLocks.
+	lockTime time.Duration
 }
 
 // Begin starts a transaction. On a closed DB the Tx fails every call with
@@ -48,6 +51,23 @@ func (tx *Tx) LockRequests() int {
 		return 0
 	}
 	return tx.txn.LockRequests()
+}
+
+// LockTime is the time the transaction has spent inside its lock calls
+// so far (waits included), if the DB was opened with Options.TimeLocks;
+// else 0.
+func (tx *Tx) LockTime() time.Duration { return tx.lockTime }
+
+// lock locks key in cf through the transaction, timing the call under
+// Options.TimeLocks.
+func (tx *Tx) lock(ctx context.Context, cf txnlock.ColumnFamily, key []byte, mode txnlock.Mode) error {
+	if !tx.db.opts.TimeLocks {
+		return tx.txn.Lock(ctx, cf, key, mode)
+	}
+	t0 := time.Now()
+	err := tx.txn.Lock(ctx, cf, key, mode)
+	tx.lockTime += time.Since(t0)
+	return err
 }
 
 // Commit applies the transaction's writes atomically and releases its
@@ -81,7 +101,7 @@ func (tx *Tx) lockTable(ctx context.Context, t *table) error {
 	if tx.db.opts.Lock != LockTable {
 		return nil
 	}
-	return tx.txn.Lock(ctx, tx.db.lockCF, t.tableKey, txnlock.Exclusive)
+	return tx.lock(ctx, tx.db.lockCF, t.tableKey, txnlock.Exclusive)
 }
 
 // lockRow locks the PK entry of id in mode under row locking (point, range,
@@ -89,7 +109,7 @@ func (tx *Tx) lockTable(ctx context.Context, t *table) error {
 func (tx *Tx) lockRow(ctx context.Context, t *table, pk []byte, mode txnlock.Mode) error {
 	switch l := tx.db.opts.Lock; {
 	case l.LocksRows():
-		return tx.txn.Lock(ctx, t.pk, pk, mode)
+		return tx.lock(ctx, t.pk, pk, mode)
 	case l == LockTable:
 		return tx.lockTable(ctx, t)
 	}
@@ -104,7 +124,7 @@ func (tx *Tx) lockSK(ctx context.Context, t *table, sk []byte) error {
 	if !tx.db.opts.Lock.LocksSK() || !t.hasSK {
 		return nil
 	}
-	return tx.txn.Lock(ctx, t.sk, sk, txnlock.Exclusive)
+	return tx.lock(ctx, t.sk, sk, txnlock.Exclusive)
 }
 
 // readRow reads row id as the transaction sees it.
@@ -318,7 +338,7 @@ func (tx *Tx) InsertAuto(ctx context.Context, table int, k int64, c, pad string)
 	}
 	switch {
 	case tx.db.opts.AutoIncMode == 0 && tx.db.opts.Lock != LockNone:
-		if err := tx.txn.Lock(ctx, tx.db.lockCF, t.aiKey, txnlock.Exclusive); err != nil {
+		if err := tx.lock(ctx, tx.db.lockCF, t.aiKey, txnlock.Exclusive); err != nil {
 			return 0, err
 		}
 		defer tx.txn.Unlock(tx.db.lockCF, t.aiKey)
