@@ -89,3 +89,41 @@ type LockRef struct {
 func (l LockRef) String() string {
 	return l.CF.String() + " " + l.Range.String() + " " + l.Mode.String()
 }
+
+// Pin is a manager's bookmark of one transaction: where the manager keeps
+// the transaction's record, so that its next request need not look it up
+// again. A transaction handle (Txn) keeps one per manager it uses and
+// passes it with each request to a Pinner; code that calls a Manager
+// directly never needs one. The zero Pin marks nothing.
+//
+// A Pin is a hint, never trusted blindly: a manager takes it only if it
+// marks this manager's live record of the request's transaction, and
+// otherwise looks the record up and marks it again. So a stale Pin (the
+// transaction's record ended with UnlockAll, and may now be another
+// transaction's) costs one lookup, never a lock recorded for the wrong
+// transaction.
+type Pin struct {
+	m   any // the manager that marked it
+	rec any // its record of the transaction, for that manager
+}
+
+// Record returns the record m marked in p, or nil if m did not mark p. For
+// managers.
+func (p *Pin) Record(m any) any {
+	if p.m != m {
+		return nil
+	}
+	return p.rec
+}
+
+// Mark makes p mark rec, a record of manager m. For managers.
+func (p *Pin) Mark(m, rec any) { p.m, p.rec = m, rec }
+
+// Pinner is a Manager that takes a Pin with a lock request. pointlock and
+// rangelock managers are Pinners.
+type Pinner interface {
+	Manager
+	// LockPinned is Lock(ctx, req), reading and updating pin, which must
+	// not be used by another goroutine meanwhile. A nil pin is Lock.
+	LockPinned(ctx context.Context, req Request, pin *Pin) error
+}

@@ -14,6 +14,13 @@ import (
 // req.Mode for req.Txn, waiting as req.Timeout and ctx allow. A range of
 // more than one key is ErrRangeNotSupported. See txnlock.Manager.
 func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
+	return m.LockPinned(ctx, req, nil)
+}
+
+// LockPinned is Lock, with pin marking req.Txn's record in m: a grant
+// finds the record through it instead of looking it up. See
+// txnlock.Pinner.
+func (m *Manager) LockPinned(ctx context.Context, req txnlock.Request, pin *txnlock.Pin) error {
 	key, lm, timeout, err := m.checkLock(ctx, &req)
 	if err != nil {
 		return lockErr("lock", req, nil, err)
@@ -34,7 +41,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 			return lockErr("lock", req, nil, txnlock.ErrLockLimit)
 		}
 		l = st.tab.New(pos, h, key)
-		m.grantLocked(st, l, req.Txn, req.Mode)
+		m.grantLocked(st, l, req.Txn, req.Mode, pin)
 		st.held++
 		st.c.Acquired++
 		st.mu.Unlock()
@@ -56,7 +63,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 			}
 			st.held++
 		}
-		m.grantLocked(st, l, req.Txn, req.Mode)
+		m.grantLocked(st, l, req.Txn, req.Mode, pin)
 		st.c.Acquired++
 		st.mu.Unlock()
 		return nil

@@ -46,7 +46,7 @@ type Manager struct {
 	queued func(txnlock.TxnID)
 }
 
-var _ txnlock.Manager = (*Manager)(nil)
+var _ txnlock.Pinner = (*Manager)(nil)
 
 // txnRecord is what one transaction holds in this manager, in every
 // column family (Holder.Home is the column family's index). Guarded by the
