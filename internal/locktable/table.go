@@ -3,27 +3,39 @@ package locktable
 import "github.com/txnlock/txnlock/internal/keytable"
 
 // Table is the Locks of one stripe, by key: a hash table of the live
-// Locks (keytable.Table) and a short list of recycled ones, so that
+// Locks (keytable.Table) and a few lists of recycled ones, so that
 // locking a fresh key allocates nothing in the steady state. Its owner's
 // latch guards it.
 type Table struct {
 	tab keytable.Table[Lock]
-	// free lists the recycled Locks, newest first, linked through their
-	// empty inline holder's lock field (no slice to fetch and dirty
-	// besides the Lock when a stripe moves between cores); nfree counts
-	// them.
-	free  *Lock
+	// free holds the recycled Locks, one list per key length (a Lock
+	// keeps its key's buffer for a key of the same length), so that New
+	// finds one that fits by the lengths here and touches no Lock but
+	// the one it takes (a Lock freed on another core is a cache miss).
+	// nfree counts them all.
+	free  [freeLengths]freeList
 	nfree int
 }
 
+// freeList is the recycled Locks whose keys have keyLen bytes, newest
+// first, linked through their empty inline holder's lock field (no slice
+// to fetch and dirty besides the Lock). An empty list takes any length.
+type freeList struct {
+	keyLen, n int32
+	head      *Lock
+}
+
 // Recycling bounds: a table keeps at most MaxFree recycled Locks, each
-// with a key of at most MaxFreeKey bytes.
+// with a key of at most MaxFreeKey bytes, of at most freeLengths
+// lengths.
 const (
-	MaxFree    = 64
-	MaxFreeKey = 256
-	// freeSearch is how many recycled Locks New looks at for one whose
-	// key buffer fits.
-	freeSearch = 4
+	MaxFree     = 64
+	MaxFreeKey  = 256
+	freeLengths = 4
+	// freeSteal is how many recycled Locks a table keeps before New takes
+	// one whose key buffer does not fit (from the longest list), so that
+	// lengths no longer in use leave.
+	freeSteal = 4
 )
 
 // Find returns the Lock of key (hash h), or nil and the position where
@@ -59,29 +71,36 @@ func (t *Table) New(pos int, h uint64, key []byte) *Lock {
 	return l
 }
 
-// takeFree returns a recycled Lock, or nil. Among the newest freeSearch it
-// takes one whose key has keyLen bytes; if none fits it takes the oldest
-// of those once the list is that long (so that lengths no longer in use
-// leave), and nothing while it is shorter (so that the list comes to hold
-// every length in use).
+// takeFree returns a recycled Lock, or nil: the newest whose key has
+// keyLen bytes; if none has, the newest of the longest list once the table
+// keeps freeSteal (so that lengths no longer in use leave), and nothing
+// while it keeps fewer (so that the lists come to hold the lengths in
+// use).
 func (t *Table) takeFree(keyLen int) *Lock {
-	var prev *Lock
-	l := t.free
-	for i := 0; l != nil && len(l.Key()) != keyLen; i++ {
-		if i == freeSearch-1 {
-			break // l is the oldest looked at
+	var longest *freeList
+	for i := range t.free {
+		f := &t.free[i]
+		if f.head == nil {
+			continue
 		}
-		prev, l = l, l.h.lock
+		if int(f.keyLen) == keyLen {
+			return t.pop(f)
+		}
+		if longest == nil || f.n > longest.n {
+			longest = f
+		}
 	}
-	if l == nil {
+	if longest == nil || t.nfree < freeSteal {
 		return nil
 	}
-	if prev == nil {
-		t.free = l.h.lock
-	} else {
-		prev.h.lock = l.h.lock
-	}
-	l.h.lock = nil
+	return t.pop(longest)
+}
+
+// pop takes the newest Lock of f, which is not empty.
+func (t *Table) pop(f *freeList) *Lock {
+	l := f.head
+	f.head, l.h.lock = l.h.lock, nil
+	f.n--
 	t.nfree--
 	return l
 }
@@ -93,11 +112,27 @@ func (t *Table) Delete(h uint64, l *Lock) bool {
 	if !t.tab.Remove(h, l) {
 		return false
 	}
-	if t.nfree < MaxFree && len(l.Key()) <= MaxFreeKey {
-		l.reset()
-		l.h.lock, t.free = t.free, l
-		t.nfree++
+	if t.nfree >= MaxFree || len(l.Key()) > MaxFreeKey {
+		return true
 	}
+	n := int32(len(l.Key()))
+	var f *freeList // the list of n, else an empty one
+	for i := range t.free {
+		if g := &t.free[i]; g.keyLen == n {
+			f = g
+			break
+		} else if g.head == nil && f == nil {
+			f = g
+		}
+	}
+	if f == nil {
+		return true // as many other lengths are kept: not this one
+	}
+	l.reset()
+	f.keyLen = n
+	l.h.lock, f.head = f.head, l
+	f.n++
+	t.nfree++
 	return true
 }
 

@@ -26,33 +26,46 @@ func freeTable(lens ...int) *Table {
 	return &t
 }
 
-func freeLens(t *Table) []int {
-	var out []int
-	for l := t.free; l != nil; l = l.h.lock {
-		out = append(out, len(l.Key()))
+// freeCounts returns how many recycled Locks t keeps per key length,
+// checking each list against its Locks and the total against nfree.
+func freeCounts(tb testing.TB, t *Table) map[int]int {
+	out := map[int]int{}
+	total := 0
+	for _, f := range t.free {
+		n := 0
+		for l := f.head; l != nil; l = l.h.lock {
+			require.Len(tb, l.Key(), int(f.keyLen), "a Lock in the list of another length")
+			n++
+		}
+		require.EqualValues(tb, f.n, n, "a list's count")
+		if n > 0 {
+			_, dup := out[int(f.keyLen)]
+			require.False(tb, dup, "two lists of length %d", f.keyLen)
+			out[int(f.keyLen)] = n
+		}
+		total += n
 	}
+	require.Equal(tb, t.nfree, total)
 	return out
 }
 
-// TestTakeFree: a fitting Lock among the newest freeSearch is taken from
-// wherever it is; without one, nil from a short list, the oldest looked at
-// from a long one.
+// TestTakeFree: New takes the newest recycled Lock whose key has its
+// key's length; without one, nothing while the table keeps fewer than
+// freeSteal, else one from the longest list.
 func TestTakeFree(t *testing.T) {
-	require.Equal(t, 4, freeSearch, "the cases below assume it")
+	require.Equal(t, 4, freeSteal, "the cases below assume it")
 	for _, c := range []struct {
 		name   string
-		list   []int
+		list   []int // lengths, deleted from last to first
 		keyLen int
 		want   int // the length taken; 0: nil
-		left   []int
+		left   map[int]int
 	}{
-		{"empty", nil, 8, 0, nil},
-		{"newest fits", []int{8, 16}, 8, 8, []int{16}},
-		{"third fits", []int{16, 16, 8, 16}, 8, 8, []int{16, 16, 16}},
-		{"fourth fits", []int{16, 16, 16, 8, 8}, 8, 8, []int{16, 16, 16, 8}},
-		{"fifth is too far", []int{16, 16, 16, 24, 8}, 8, 24, []int{16, 16, 16, 8}},
-		{"short list, none fits", []int{16, 24}, 8, 0, []int{16, 24}},
-		{"short list of three, none fits", []int{16, 24, 32}, 8, 0, []int{16, 24, 32}},
+		{"empty", nil, 8, 0, map[int]int{}},
+		{"fits", []int{8, 16}, 8, 8, map[int]int{16: 1}},
+		{"fits behind others", []int{16, 16, 24, 16, 8}, 8, 8, map[int]int{16: 3, 24: 1}},
+		{"few kept, none fits", []int{16, 24, 32}, 8, 0, map[int]int{16: 1, 24: 1, 32: 1}},
+		{"enough kept, none fits: the longest list gives", []int{24, 16, 16, 16}, 8, 16, map[int]int{16: 2, 24: 1}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			tab := freeTable(c.list...)
@@ -64,10 +77,24 @@ func TestTakeFree(t *testing.T) {
 				require.Len(t, l.Key(), c.want)
 				require.Nil(t, l.h.lock, "unlinked")
 			}
-			require.Equal(t, c.left, freeLens(tab))
-			require.Equal(t, len(c.left), tab.nfree)
+			require.Equal(t, c.left, freeCounts(t, tab))
 		})
 	}
+	t.Run("newest of its length", func(t *testing.T) {
+		tab := freeTable(8, 16, 8)
+		newest := tab.free[0].head
+		require.Same(t, newest, tab.takeFree(8))
+	})
+	t.Run("a fifth length is not kept, until a list empties", func(t *testing.T) {
+		tab := freeTable(8, 16, 24, 32, 40)
+		require.Equal(t, map[int]int{16: 1, 24: 1, 32: 1, 40: 1}, freeCounts(t, tab), "8 was deleted last")
+		require.Len(t, tab.takeFree(16).Key(), 16)
+		key := []byte("12345678")
+		_, pos := tab.Find(99, key)
+		l := tab.New(pos, 99, key)
+		require.True(t, tab.Delete(99, l))
+		require.Equal(t, map[int]int{8: 1, 24: 1, 32: 1, 40: 1}, freeCounts(t, tab))
+	})
 }
 
 // TestTableRecycles: a Table keeps at most MaxFree emptied Locks, none
@@ -86,11 +113,13 @@ func TestTableRecycles(t *testing.T) {
 	ll := tab.New(pos, 1<<40, long)
 	require.True(t, tab.Delete(1<<40, ll))
 	require.Zero(t, tab.nfree, "a long key is not kept")
+	freeCounts(t, &tab)
 	for i, l := range locks {
 		require.True(t, tab.Delete(uint64(i), l))
 	}
 	require.False(t, tab.Delete(0, locks[0]), "not in the table any more")
 	require.Equal(t, MaxFree, tab.nfree)
+	freeCounts(t, &tab)
 	require.Zero(t, tab.Len())
 	key := []byte("xxxxxxxa")
 	_, pos = tab.Find(7, key)
