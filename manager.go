@@ -103,13 +103,13 @@ func (l LockRef) String() string {
 // transaction's) costs one lookup, never a lock recorded for the wrong
 // transaction.
 type Pin struct {
-	m   any // the manager that marked it
-	rec any // its record of the transaction, for that manager
+	m   Manager // the manager that marked it
+	rec any     // its record of the transaction, for that manager
 }
 
 // Record returns the record m marked in p, or nil if m did not mark p. For
 // managers.
-func (p *Pin) Record(m any) any {
+func (p *Pin) Record(m Manager) any {
 	if p.m != m {
 		return nil
 	}
@@ -117,7 +117,7 @@ func (p *Pin) Record(m any) any {
 }
 
 // Mark makes p mark rec, a record of manager m. For managers.
-func (p *Pin) Mark(m, rec any) { p.m, p.rec = m, rec }
+func (p *Pin) Mark(m Manager, rec any) { p.m, p.rec = m, rec }
 
 // Pinner is a Manager that takes a Pin with a lock request. pointlock and
 // rangelock managers are Pinners.
