@@ -87,6 +87,7 @@ func (c *core) limits() limits {
 func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
 	var d decision
 	c.g.reset()
+	c.g.cuts = c.g.cuts[:0]
 	for unconfirmed := 0; ; {
 		root := c.g.node(txn)
 		var e *edge
@@ -120,14 +121,15 @@ func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
 				// or reported, the cycle may be real with no new wait
 				// to start a search: a pass is wanted. Meanwhile search
 				// again without that edge, for another cycle through w,
-				// a few times.
+				// a few times; the edge stays cut for the rest of the
+				// check, also once a victim has made the view read
+				// afresh, so that each false edge costs one search.
 				c.stats.FalsePositivesAvoided++
 				d.deferred = true
 				if unconfirmed++; bad < 0 || unconfirmed > maxUnconfirmed {
 					return d
 				}
-				from, to := found[bad], found[(bad+1)%len(found)].txn
-				from.blockers = slices.DeleteFunc(slices.Clone(from.blockers), func(t txnlock.TxnID) bool { return t == to })
+				c.g.cut(found[bad], found[(bad+1)%len(found)].txn)
 				continue
 			}
 			b, _ := c.breakCycle(cycle, w)
@@ -164,8 +166,8 @@ func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
 	}
 }
 
-// maxUnconfirmed bounds the searches one check repeats after a cycle it
-// found was not confirmed.
+// maxUnconfirmed bounds the false edges one check cuts (graph.cut), each
+// after a cycle through it was not confirmed, before it defers.
 const maxUnconfirmed = 8
 
 // confirm re-reads each edge of a cycle found in a view from live state,

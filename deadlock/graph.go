@@ -85,6 +85,24 @@ type graph struct {
 	// to the next.
 	freeNodes []*txnNode
 	freeEdges []*edge
+	// cuts are edges that confirmation found not to hold: a live view
+	// leaves them out of the waits it reads, across reset, until the
+	// caller clears cuts (core.check, once per check).
+	cuts []cutEdge
+}
+
+// cutEdge is the edge from the wait of waiter with stamp seq to to.
+type cutEdge struct {
+	waiter txnlock.Waiter
+	seq    uint64
+	to     txnlock.TxnID
+}
+
+// cut drops to from e's blockers, in this view and in the views read
+// after it (cuts).
+func (g *graph) cut(e *edge, to txnlock.TxnID) {
+	g.cuts = append(g.cuts, cutEdge{e.waiter, e.seq, to})
+	e.blockers = slices.DeleteFunc(slices.Clone(e.blockers), func(t txnlock.TxnID) bool { return t == to })
 }
 
 // maxFree bounds each free list.
@@ -151,6 +169,11 @@ func (g *graph) addEdge(n *txnNode, w *wait, blockers []txnlock.TxnID) *edge {
 	}
 	b0 := len(g.arena)
 	g.arena = append(g.arena, blockers...)
+	for _, c := range g.cuts {
+		if c.waiter == w.waiter && c.seq == w.seq {
+			g.arena = append(g.arena[:b0], slices.DeleteFunc(g.arena[b0:], func(t txnlock.TxnID) bool { return t == c.to })...)
+		}
+	}
 	*e = edge{wait: *w, node: n, blockers: g.arena[b0:len(g.arena):len(g.arena)]}
 	n.waits = append(n.waits, e)
 	return e
