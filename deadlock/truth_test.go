@@ -136,7 +136,7 @@ func TestTruth(t *testing.T) {
 	t.Logf("%d runs × %d steps: %v", runs, steps, tot)
 }
 
-var truthLagFailed = flag.Bool("truth.lagfailed", false, "let TestTruth's failed waiters lag (fails today: see TestTruthFailedWaiterAhead)")
+var truthLagFailed = flag.Bool("truth.lagfailed", false, "let every TestTruth run's failed waiters lag (half the runs do)")
 
 var truthSeed = flag.Uint64("seed", 0, "replay one run of TestTruth with this seed (0: random runs; also DEADLOCK_TRUTH_SEED)")
 
