@@ -108,7 +108,7 @@ type Pin struct {
 }
 
 // Record returns the record m marked in p, or nil if m did not mark p. For
-// managers.
+// managers, which pass themselves as m (a pointer: m is compared with ==).
 func (p *Pin) Record(m Manager) any {
 	if p.m != m {
 		return nil

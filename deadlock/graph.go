@@ -171,7 +171,8 @@ func (g *graph) addEdge(n *txnNode, w *wait, blockers []txnlock.TxnID) *edge {
 	g.arena = append(g.arena, blockers...)
 	for _, c := range g.cuts {
 		if c.waiter == w.waiter && c.seq == w.seq {
-			g.arena = append(g.arena[:b0], slices.DeleteFunc(g.arena[b0:], func(t txnlock.TxnID) bool { return t == c.to })...)
+			kept := slices.DeleteFunc(g.arena[b0:], func(t txnlock.TxnID) bool { return t == c.to })
+			g.arena = g.arena[:b0+len(kept)]
 		}
 	}
 	*e = edge{wait: *w, node: n, blockers: g.arena[b0:len(g.arena):len(g.arena)]}
