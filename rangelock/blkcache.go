@@ -40,20 +40,26 @@ import (
 //     wide waiter, and no point waiter skips anything.
 //
 // A waiter's answer depends on nothing else: the requests queued ahead of
-// it and the holders that overlap it, its transaction's holdings, and its
-// own request. But a waiter ahead that failed (timeout, cancel, victim)
-// stops counting at once, before its goroutine takes the latch to leave
-// (which under load can be long): so a kept answer also keeps the waiters
-// ahead it was made of, and holds only while they are all active.
+// it and whether their transactions hold anything (one that does may skip
+// requests ahead of it), the holders that overlap it, its transaction's
+// holdings, and its own request. But a waiter ahead that failed (timeout,
+// cancel, victim) stops counting at once, before its goroutine takes the
+// latch to leave (which under load can be long): so a kept answer also
+// keeps the waiters ahead it was made of, and their transactions' stamps,
+// and holds only while they are all active and their stamps unchanged.
 
 // blkCache is a waiter's kept answer, guarded like the waiter's queue.
 type blkCache struct {
 	ids   []txnlock.TxnID
 	ahead []*waiter // the waiters queued ahead it was made of
-	ok    bool      // ids is an answer (a wide waiter: and nothing marked it since)
-	lockV uint64    // a point waiter: its Lock's version then
-	epoch uint64    // the family's epoch then
-	stamp uint64    // its transaction's stamp then
+	// aheadStamps are their transactions' stamps then: whether one of
+	// them holds anything decides whether it may skip (waitsfor.Queued's
+	// MaySkip), which the answer depends on.
+	aheadStamps []uint64
+	ok          bool   // ids is an answer (a wide waiter: and nothing marked it since)
+	lockV       uint64 // a point waiter: its Lock's version then
+	epoch       uint64 // the family's epoch then
+	stamp       uint64 // its transaction's stamp then
 }
 
 // maxStamps bounds the transactions stamped in a family; past it the
@@ -69,19 +75,24 @@ func (f *family) keptBlockersLocked(w *waiter, dst []txnlock.TxnID) []txnlock.Tx
 		fresh = c.lockV == w.lock.Det().Version
 	}
 	for i := 0; fresh && i < len(c.ahead); i++ {
-		fresh = c.ahead[i].lw.Active()
+		fresh = c.ahead[i].lw.Active() && c.aheadStamps[i] == f.stampOfLocked(c.ahead[i].txn)
 	}
 	if fresh {
 		return append(dst, c.ids...)
 	}
 	base := len(dst)
 	dst, ahead := f.nearestBlockersAheadLocked(&w.request, w.seq, dst)
+	stamps := c.aheadStamps[:0]
+	for _, a := range ahead {
+		stamps = append(stamps, f.stampOfLocked(a.txn))
+	}
 	*c = blkCache{
-		ids:   append(c.ids[:0], dst[base:]...),
-		ahead: append(c.ahead[:0], ahead...),
-		ok:    true,
-		epoch: f.blkEpoch,
-		stamp: f.stampOfLocked(w.txn),
+		ids:         append(c.ids[:0], dst[base:]...),
+		ahead:       append(c.ahead[:0], ahead...),
+		aheadStamps: stamps,
+		ok:          true,
+		epoch:       f.blkEpoch,
+		stamp:       f.stampOfLocked(w.txn),
 	}
 	if w.point() {
 		c.lockV = w.lock.Det().Version

@@ -219,3 +219,38 @@ func TestDeadlockAfterUpgrade(t *testing.T) {
 		require.NoError(t, m.UnlockAll(2))
 	})
 }
+
+// TestDeadlockBehindASkippingRequest: T3's point request on f skips T4's
+// wide request queued ahead of it ([d, f], which waits for T3's Shared
+// lock on d), so it does not wait for T4. T5's [f, h] is queued behind
+// both: its nearest conflicting request on f is T3's, which does not lead
+// to T4, so T5's answer must name T4 as well. T4 waits for T6's lock on d,
+// T6 for T5's x in another column family, and T5's request closes
+// T5 → T4 → T6 → T5.
+func TestDeadlockBehindASkippingRequest(t *testing.T) {
+	withRangeManager(t, func(m *Manager, det *deadlock.Detector) {
+		require.NoError(t, m.AddColumnFamily(1))
+		ctx := context.Background()
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("f"), Mode: txnlock.Exclusive}))
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 3, Range: point("d"), Mode: txnlock.Shared}))
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 6, Range: point("d"), Mode: txnlock.Shared}))
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 5, CF: 1, Range: point("x"), Mode: txnlock.Exclusive}))
+		t4 := asyncLock(m, txnlock.Request{Txn: 4, Range: mustRange(t, "d", "f"), Mode: txnlock.Exclusive})
+		waitUntilWaiting(t, m, 4)
+		t3 := asyncLock(m, txnlock.Request{Txn: 3, Range: point("f"), Mode: txnlock.Exclusive})
+		waitUntilWaiting(t, m, 3)
+		t6 := asyncLock(m, txnlock.Request{Txn: 6, CF: 1, Range: point("x"), Mode: txnlock.Exclusive})
+		waitUntilWaiting(t, m, 6)
+		waitUntilReported(t, det, 3)
+		err := m.Lock(ctx, txnlock.Request{Txn: 5, Range: mustRange(t, "f", "h"), Mode: txnlock.Exclusive})
+		requireDeadlock(t, err, 4, 5, 6)
+		require.NoError(t, m.UnlockAll(5))
+		require.NoError(t, <-t6)
+		require.NoError(t, m.UnlockAll(1))
+		require.NoError(t, <-t3) // ahead of T4, which waits for T3's d
+		require.NoError(t, m.UnlockAll(3))
+		require.NoError(t, m.UnlockAll(6))
+		require.NoError(t, <-t4)
+		require.NoError(t, m.UnlockAll(4))
+	})
+}

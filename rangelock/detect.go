@@ -97,6 +97,21 @@ func (c lockCounter) LocksHeld(txn txnlock.TxnID) int {
 	return n
 }
 
+// holdsAnyLocked reports whether txn holds a lock in f: a request of it
+// may then skip requests ahead of it (waitsfor.Queued's MaySkip). Every
+// stripe is held.
+func (f *family) holdsAnyLocked(txn txnlock.TxnID) bool {
+	if f.tree.TxnCount(txn) > 0 {
+		return true
+	}
+	for _, sp := range f.m.txns.pointsIn(txn, f) {
+		if sp.list.Len() > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // lockWaiting takes the lock(s) that guard waiter w's queue and reports
 // whether w still waits there, with what unlockReqLocks needs; if not, it
 // releases them again. Under those locks an active waiter is linked: only
@@ -128,9 +143,11 @@ func (f *family) detBlockersLocked(w *waiter, dst []txnlock.TxnID) []txnlock.Txn
 // (txnlock.WaitStatus.Blockers): the nearest conflicting requests queued
 // ahead on each part of q's range (waitsfor.Spread; none for an
 // upgrade), and the conflicting holders that none of those requests
-// conflicts with itself (all of them if no request is listed). Every
-// request q waits for is then reached through the lists, transitively,
-// so a search finds every cycle, and the graph keeps a few edges per
+// conflicts with itself (all of them if no request is listed). A request
+// ahead whose transaction holds a lock (or an upgrade) may skip requests
+// ahead of it, so it is not taken to reach them (waitsfor.Queued's
+// MaySkip). Every request q waits for is then reached through the lists,
+// transitively, so a search finds every cycle, and the graph keeps a few edges per
 // waiter where q's own conflicts (blockersLocked) can be every waiter
 // queued ahead of it. Each listed edge is among blockersLocked, by which
 // the detector confirms a cycle. q's lock(s) are held.
@@ -150,7 +167,7 @@ func (f *family) nearestBlockersAheadLocked(q *request, seq uint64, dst []txnloc
 	if len(ahead) > 0 {
 		queued := make([]waitsfor.Queued, len(ahead))
 		for i, w := range ahead {
-			queued[i] = waitsfor.Queued{Txn: w.txn, Mode: w.mode, Range: w.r}
+			queued[i] = waitsfor.Queued{Txn: w.txn, Mode: w.mode, Range: w.r, MaySkip: w.upgrade || f.holdsAnyLocked(w.txn)}
 		}
 		dst = waitsfor.Spread(dst, queued, q.txn, q.mode)
 	}

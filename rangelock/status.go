@@ -91,15 +91,19 @@ func (s *familySnap) copyLocked(f *family) {
 	slices.SortFunc(s.waiters, func(a, b waitSnap) int { return cmp.Compare(a.seq, b.seq) })
 }
 
-// waits builds the Status rows of the copied waiters. A point waiter's
-// queue is its key's point waiters, upgrades first as the key's Lock
-// queues them, and the wide waiters over the key, in seq order, scanned
-// once (waitsfor.Scanner). A wide waiter looks at every overlapping waiter
-// ahead of it; those lie on keys apart and are not one queue, so it lists
-// the nearest on each part of its range (waitsfor.Spread). Where a wide
-// request is on a waiter's list, or the waiter is wide, the list also
-// names the conflicting holders that no listed request waits for itself:
-// a range can overlap holders that the requests ahead of it do not.
+// waits builds the Status rows of the copied waiters, each by the rule
+// the manager decides by (queuedAheadLocked, nearestBlockersLocked). A
+// point waiter's queue is its key's point waiters, upgrades first as the
+// key's Lock queues them, and the wide waiters over the key, in seq order,
+// scanned once (waitsfor.Scanner); a point waiter whose transaction holds
+// what a wide waiter ahead waits for skips as the manager does
+// (pointExact). A wide waiter looks at every overlapping waiter ahead
+// of it, point upgrades first; those lie on keys apart and are not one
+// queue, so it lists the nearest on each part of its range
+// (waitsfor.Spread), less those it skips. Where a wide request is on a
+// waiter's list, or the waiter is wide, the list also names the
+// conflicting holders that no listed request waits for itself: a range
+// can overlap holders that the requests ahead of it do not.
 func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 	out := make([]txnlock.WaitStatus, len(s.waiters))
 	var wide []int
@@ -147,22 +151,56 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 		sc := waitsfor.NewScanner(holdersOf(held), ahead)
 		var blockers []txnlock.TxnID // one array for the key's lists
 		wi := 0
-		var wideAhead []int // the wide waiters of the merged queue so far
+		var wideAhead []int               // the wide waiters of the merged queue so far
+		var merged []int                  // the merged queue so far
+		var pointAt map[txnlock.TxnID]int // the key's point waiters so far, once needed
+		// skipAhead: a request of the merged queue so far may skip one
+		// ahead of it (an upgrade, or its transaction holds a lock), so
+		// the scan's rule, that a request waits for those ahead of it,
+		// may not hold behind it.
+		skipAhead := false
 		for _, i := range idx {
 			for ; !s.waiters[i].req.Upgrade && wi < len(wide) && wide[wi] < i; wi++ {
 				if o := s.waiters[wide[wi]]; o.r.Overlaps(key) {
 					sc.Push(o.req)
+					skipAhead = skipAhead || (len(merged) > 0 && len(heldBy[o.req.Txn]) > 0)
 					wideAhead = append(wideAhead, wide[wi])
+					merged = append(merged, wide[wi])
 				}
 			}
 			w := s.waiters[i]
 			n := len(blockers)
 			blockers = sc.Next(blockers, w.req)
+			merged = append(merged, i)
 			b := blockers[n:len(blockers):len(blockers)]
-			if len(wideAhead) > 0 {
-				b = s.unreachedHolders(b, w, held, wideAhead)
+			switch {
+			case len(wideAhead) == 0:
+			case !w.req.Upgrade && (skipAhead || s.skipsWide(heldBy[w.req.Txn], wideAhead)):
+				b = s.pointExact(w, merged[:len(merged)-1], heldBy, held)
+			default:
+				// The listed requests: the wide ones ahead, and the
+				// listed points of the key.
+				cands := wideAhead[:len(wideAhead):len(wideAhead)]
+				if pointAt == nil {
+					pointAt = map[txnlock.TxnID]int{}
+					for _, j := range merged[:len(merged)-1] {
+						if o := s.waiters[j]; o.point {
+							pointAt[o.req.Txn] = j
+						}
+					}
+				}
+				for _, t := range b {
+					if j, ok := pointAt[t]; ok {
+						cands = append(cands, j)
+					}
+				}
+				b = s.unreachedHolders(b, w, held, cands)
 			}
 			out[i] = s.row(cf, w, b)
+			if pointAt != nil {
+				pointAt[w.req.Txn] = i
+			}
+			skipAhead = skipAhead || (len(merged) > 1 && (w.req.Upgrade || len(heldBy[w.req.Txn]) > 0))
 		}
 		ahead = sc.Ahead()
 	}
@@ -175,8 +213,17 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 		for _, j := range found {
 			if o := s.waiters[j]; j < i && o.req.Txn != w.req.Txn {
 				overlapping = append(overlapping, j)
-				queued = append(queued, waitsfor.Queued{Txn: o.req.Txn, Mode: o.req.Mode, Range: o.r, WaitsForT: heldConflict(mine, o)})
 			}
+		}
+		// In the order w sees them (queueOrder): point upgrades first,
+		// each at the front of its key's queue.
+		slices.SortFunc(overlapping, func(a, b int) int {
+			wa, wb := s.waiters[a], s.waiters[b]
+			return cmp.Or(cmpUpgrade(wa.req.Upgrade && wa.point, wb.req.Upgrade && wb.point), cmp.Compare(a, b))
+		})
+		for _, j := range overlapping {
+			o := s.waiters[j]
+			queued = append(queued, s.queued(o, mine, heldBy))
 		}
 		// The requests w skips are not ahead of it (waitsfor.Skipped).
 		skip := waitsfor.Skipped(queued)
@@ -203,6 +250,65 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 		out[i] = s.row(cf, w, s.unreachedHolders(b, w, held, overlapping))
 	}
 	return out
+}
+
+// skipsWide reports whether one of the wide waiters ahead (indices of
+// s.waiters) waits for a holding of mine, the holdings of a point
+// waiter's transaction: the point waiter may then skip it and those behind
+// it (waitsfor.Skipped), and pointExact finds its list.
+func (s *familySnap) skipsWide(mine []holding, wideAhead []int) bool {
+	if len(mine) == 0 {
+		return false
+	}
+	for _, j := range wideAhead {
+		if heldConflict(mine, s.waiters[j]) {
+			return true
+		}
+	}
+	return false
+}
+
+// queued is waiter o as a request ahead of a request of the transaction
+// holding mine sees it (waitsfor.Queued).
+func (s *familySnap) queued(o waitSnap, mine []holding, heldBy map[txnlock.TxnID][]holding) waitsfor.Queued {
+	return waitsfor.Queued{
+		Txn: o.req.Txn, Mode: o.req.Mode, Range: o.r,
+		WaitsForT: heldConflict(mine, o),
+		MaySkip:   o.req.Upgrade || len(heldBy[o.req.Txn]) > 0,
+	}
+}
+
+// pointExact is the list of point waiter w whose key's queue ahead of it
+// (ahead, in queue order) has wide waiters and a request that may skip
+// one of them (w itself, or one ahead of it, whose transaction holds what
+// the wide waiter waits for), as the manager finds it
+// (nearestBlockersLocked): w skips the wide waiters that waitsfor.Skipped
+// marks and waits for the others and the point requests ahead on its key,
+// listed by waitsfor.Spread, and for the conflicting holders none of those
+// reaches. It walks the key's queue ahead of w: only a key that holders'
+// requests share with wide waiters costs this.
+func (s *familySnap) pointExact(w waitSnap, ahead []int, heldBy map[txnlock.TxnID][]holding, held []holding) []txnlock.TxnID {
+	mine := heldBy[w.req.Txn]
+	var idx []int
+	var queued []waitsfor.Queued
+	for _, j := range ahead {
+		if o := s.waiters[j]; o.req.Txn != w.req.Txn {
+			idx = append(idx, j)
+			queued = append(queued, s.queued(o, mine, heldBy))
+		}
+	}
+	skip := waitsfor.Skipped(queued)
+	keptIdx, keptQ := idx[:0], queued[:0]
+	for k, j := range idx {
+		if !skip[k] || s.waiters[j].point {
+			keptIdx, keptQ = append(keptIdx, j), append(keptQ, queued[k])
+		}
+	}
+	b := waitsfor.Spread(nil, keptQ, w.req.Txn, w.req.Mode)
+	if len(b) == 0 {
+		b = waitsfor.Holders(nil, holdersOf(held), w.req.Txn, w.req.Mode)
+	}
+	return s.unreachedHolders(b, w, held, keptIdx)
 }
 
 // cmpUpgrade orders upgrades before other requests.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,4 +152,101 @@ func TestSpanIndex(t *testing.T) {
 			require.Equal(t, want, x.appendOverlapping(nil, q), "seed %d, %v among %v", seed, q, rs)
 		}
 	}
+}
+
+// TestStatusAsTheManagerDecides: Status's Blockers of each waiter are what
+// the manager's own rule answers for it, read live under its latches (the
+// nearest blockers, and for a point waiter with no wide waiter over its
+// key, its key's queue), also where the waiting transactions hold locks,
+// so that a request skips the queued requests that wait for it
+// (waitsfor.Skipped) and a point upgrade stands at the front of its key's
+// queue: Status must skip and order as the manager does.
+func TestStatusAsTheManagerDecides(t *testing.T) {
+	seed := rand.Uint64()
+	rng := rand.New(rand.NewPCG(seed, 4))
+	for round := range 200 {
+		if err := statusDecidesRound(rng); err != nil {
+			t.Fatalf("seed %d round %d: %v", seed, round, err)
+		}
+	}
+}
+
+func statusDecidesRound(rng *rand.Rand) error {
+	m, err := New(Options{WaitOptions: txnlock.WaitOptions{LockTimeout: txnlock.WaitForever}})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() {
+		cancel()
+		m.Close()
+	}()
+	const keys = 6
+	mode := func() txnlock.Mode {
+		if rng.IntN(2) == 0 {
+			return txnlock.Shared
+		}
+		return txnlock.Exclusive
+	}
+	txns := 2 + rng.IntN(8)
+	// Each transaction takes what it can of a few ranges at once.
+	for txn := range txns {
+		for range rng.IntN(3) {
+			_ = m.Lock(ctx, txnlock.Request{Txn: txnlock.TxnID(txn + 1), Range: randomRange(rng, keys), Mode: mode(), Timeout: txnlock.NoWait})
+		}
+	}
+	// Then each asks for one more, in turn, and is granted or queued.
+	for txn := range txns {
+		id := txnlock.TxnID(txn + 1)
+		req := txnlock.Request{Txn: id, Range: randomRange(rng, keys), Mode: mode()}
+		granted := make(chan error, 1)
+		go func() { granted <- m.Lock(ctx, req) }()
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			if waitsOf(m.Status(), id) {
+				break
+			}
+			select {
+			case err := <-granted:
+				if err != nil {
+					return fmt.Errorf("txn %d: %v", id, err)
+				}
+			default:
+				if time.Now().After(deadline) {
+					return fmt.Errorf("txn %d neither holds nor waits", id)
+				}
+				time.Sleep(50 * time.Microsecond)
+				continue
+			}
+			break
+		}
+	}
+	st := m.Status()
+	f := m.def
+	f.lockStripes()
+	defer f.unlockStripes()
+	n := 0
+	var problems []string
+	f.forEachWaiterLocked(func(w *waiter) {
+		var want []txnlock.TxnID
+		if w.shared {
+			want = sortUnique(f.waitsForLocked(&w.request, w.seq, w.lock, w.lw, nil), 0)
+		} else {
+			want = f.nearestBlockersLocked(&w.request, w.seq, nil)
+		}
+		for _, ws := range st.Waits {
+			if ws.Txn == w.txn {
+				n++
+				if !slices.Equal(ws.Blockers, want) {
+					problems = append(problems, fmt.Sprintf("txn %d (%v %v): Status says %v, the manager %v", w.txn, w.r, w.mode, ws.Blockers, want))
+				}
+			}
+		}
+	})
+	if n != len(st.Waits) {
+		problems = append(problems, fmt.Sprintf("Status shows %d waits, the manager %d", len(st.Waits), n))
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("%s\n%v", strings.Join(problems, "\n"), st)
+	}
+	return nil
 }

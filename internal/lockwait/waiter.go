@@ -206,6 +206,10 @@ func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.
 			w.report(det, delay == 0)
 		}
 	}
+	if fn := testingParked.Load(); fn != nil {
+		(*fn)(w, true)
+		defer (*fn)(w, false)
+	}
 	var timeoutC <-chan time.Time
 	if timeout != txnlock.WaitForever {
 		t := clock.NewTimer(timeout)
@@ -238,4 +242,24 @@ func (w *Waiter) report(det txnlock.WaitGraph, check bool) {
 			w.Fail(err)
 		}
 	}
+}
+
+// testingParked, if set, sees every waiter whose goroutine is about to
+// sleep in Wait (true), its wait reported unless the detector delays
+// reports, and again as Wait returns (false). Tests only: a scheduler that
+// runs one step at a time waits for it.
+var testingParked atomic.Pointer[func(w *Waiter, sleeps bool)]
+
+// SetTestingParked makes fn see every waiter whose goroutine is about to
+// sleep in Wait (sleeps true; with a detector whose DetectDelay is 0, once
+// its wait is reported and checked) and as Wait returns (false), until
+// the returned func is called. For tests that drive managers one step at
+// a time; nil fn is allowed.
+func SetTestingParked(fn func(w *Waiter, sleeps bool)) (restore func()) {
+	var p *func(*Waiter, bool)
+	if fn != nil {
+		p = &fn
+	}
+	old := testingParked.Swap(p)
+	return func() { testingParked.Store(old) }
 }

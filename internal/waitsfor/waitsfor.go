@@ -131,10 +131,11 @@ func Of(dst []txnlock.TxnID, holders []Holder, ahead []Request, lastX int, txn t
 // requests on keys far apart, which do not wait for each other. Walking
 // back from the nearest, it lists each conflicting request unless a
 // conflicting request behind it, listed or reached through one listed,
-// waits for it (overlaps it in an incompatible mode): everyone the request
-// waits for is reachable, and a run on one key is listed as Ahead lists
-// it. It returns dst unchanged if no conflicting request of another
-// transaction is ahead. WaitsForT is not read.
+// waits for it (overlaps it in an incompatible mode, and does not skip:
+// MaySkip): everyone the request waits for is reachable, and a run on one
+// key is listed as Ahead lists it. It returns dst unchanged if no
+// conflicting request of another transaction is ahead. WaitsForT is not
+// read.
 //
 // It costs O(len(ahead)) plus, for each conflicting request, the reached
 // requests it is compared with.
@@ -160,12 +161,12 @@ func Spread(dst []txnlock.TxnID, ahead []Queued, txn txnlock.TxnID, mode txnlock
 	return sortUnique(dst, base)
 }
 
-// anyWaitsFor reports whether one of the requests ahead[by] waits for o:
-// the caller passes those whose mode conflicts with o's, all queued
+// anyWaitsFor reports whether one of the requests ahead[by] surely waits
+// for o: the caller passes those whose mode conflicts with o's, all queued
 // behind o.
 func anyWaitsFor(ahead []Queued, by []int, o *Queued) bool {
 	for _, j := range by {
-		if p := &ahead[j]; p.Txn != o.Txn && p.Range.Overlaps(o.Range) {
+		if p := &ahead[j]; !p.MaySkip && p.Txn != o.Txn && p.Range.Overlaps(o.Range) {
 			return true
 		}
 	}
@@ -222,6 +223,12 @@ type Queued struct {
 	Range txnlock.Range
 	// WaitsForT reports that it conflicts with a lock T holds.
 	WaitsForT bool
+	// MaySkip reports that the request may not wait for every request
+	// ahead of it that it conflicts with: its transaction holds a lock,
+	// so it skips the requests that wait for that (Skipped), or it is an
+	// upgrade, which waits for no queued request. Spread does not take
+	// it to reach the requests ahead of it.
+	MaySkip bool
 }
 
 // Skipped reports which of ahead (the requests queued ahead of a request

@@ -273,4 +273,7 @@ func TestSpread(t *testing.T) {
 		"a Shared request waits for the Exclusive ones")
 	require.Equal(t, []txnlock.TxnID{2, 5}, Spread(nil, append(ahead[:2:2], Queued{Txn: 5, Mode: S, Range: ac}), 9, X),
 		"5 waits for 1 but not for 2, Shared as it is")
+	ahead[3].MaySkip = true
+	require.Equal(t, []txnlock.TxnID{1, 3, 4}, Spread(nil, ahead, 9, X),
+		"4 may skip 1 (its transaction holds what 1 waits for): 1 is listed too")
 }
