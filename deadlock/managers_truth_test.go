@@ -411,9 +411,17 @@ func (s *mtSched) finish(sl *mtSlot, err error) {
 // truth is the waits-for graph read from the managers' Status, and the
 // waits Status shows, each with its manager.
 func (s *mtSched) truth() (map[txnlock.TxnID][]txnlock.TxnID, []mtWait) {
+	return statusTruth(s.ms[:]...)
+}
+
+// statusTruth is the waits-for graph read from the managers' Status (each
+// waiter waits for its Blockers, and for the holders of the locks of its
+// manager and column family that overlap its range in a conflicting
+// mode), and the waits Status shows, each with the index of its manager.
+func statusTruth(ms ...txnlock.Manager) (map[txnlock.TxnID][]txnlock.TxnID, []mtWait) {
 	g := map[txnlock.TxnID][]txnlock.TxnID{}
 	var waits []mtWait
-	for mi, m := range s.ms {
+	for mi, m := range ms {
 		st := m.Status()
 		for _, w := range st.Waits {
 			waits = append(waits, mtWait{m: mi, w: w})
