@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,7 +32,10 @@ var loadTime = flag.Duration("contention.time", 5*time.Second, "how long Benchma
 // that Status showed on a cycle of waits a moment before (cycleWatch), and
 // of those the ones whose cycles had stood for half a second then: waits
 // in cycles should end by detection, not by timeout; the other timeouts
-// are waits behind long chains of waits.
+// are waits behind long chains of waits. It also reports how long the
+// cycles it broke had stood, from the wait that closed each (the newest
+// of its members' waits, CycleEntry.Since) to its report
+// (DeadlockError.Time): the median and the 99th percentile.
 func BenchmarkContendedRanges(b *testing.B) {
 	for _, kind := range []string{"point", "range"} {
 		b.Run(kind, func(b *testing.B) {
@@ -45,6 +49,11 @@ func BenchmarkContendedRanges(b *testing.B) {
 			b.ReportMetric(float64(sum.timeouts)/secs, "timeouts/s")
 			b.ReportMetric(float64(sum.cycleTimeouts)/secs, "cycle-timeouts/s")
 			b.ReportMetric(float64(sum.standingTimeouts)/secs, "standing-cycle-timeouts/s")
+			slices.Sort(sum.stood)
+			if n := len(sum.stood); n > 0 {
+				b.ReportMetric(float64(sum.stood[n/2].Microseconds())/1000, "cycle-stood-p50-ms")
+				b.ReportMetric(float64(sum.stood[n*99/100].Microseconds())/1000, "cycle-stood-p99-ms")
+			}
 		})
 	}
 }
@@ -56,6 +65,8 @@ type loadCounts struct {
 	// at cycleWatch's last look; standingTimeouts those of them whose
 	// cycles had all stood for standing then.
 	cycleTimeouts, standingTimeouts int64
+	// stood is how long each cycle broken stood before its report.
+	stood []time.Duration
 }
 
 // standing is how long a cycle stands before its timeouts count as
@@ -69,6 +80,7 @@ func (l *loadCounts) add(o loadCounts) {
 	l.timeouts += o.timeouts
 	l.cycleTimeouts += o.cycleTimeouts
 	l.standingTimeouts += o.standingTimeouts
+	l.stood = append(l.stood, o.stood...)
 }
 
 // contendedRanges runs the load with the given number of clients for d.
@@ -90,6 +102,8 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 	defer cancel()
 	var nextTxn atomic.Uint64
 	var c, dl, to, cto, sto atomic.Int64
+	var stoodMu sync.Mutex
+	var stood []time.Duration
 	watch, watched := watchCycles(ctx, m, 250*time.Millisecond)
 	var wg sync.WaitGroup
 	for i := range clients {
@@ -117,6 +131,11 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 					c.Add(1)
 				case errors.Is(err, txnlock.ErrDeadlock):
 					dl.Add(1)
+					if d := standFor(err); d >= 0 {
+						stoodMu.Lock()
+						stood = append(stood, d)
+						stoodMu.Unlock()
+					}
 				case errors.Is(err, txnlock.ErrLockTimeout):
 					to.Add(1)
 					if stood, ok := watch.onCycle(txn); ok {
@@ -139,7 +158,24 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 	}
 	require.NoError(tb, m.Close())
 	require.NoError(tb, det.Close())
-	return loadCounts{commits: c.Load(), deadlocks: dl.Load(), timeouts: to.Load(), cycleTimeouts: cto.Load(), standingTimeouts: sto.Load()}
+	return loadCounts{commits: c.Load(), deadlocks: dl.Load(), timeouts: to.Load(), cycleTimeouts: cto.Load(), standingTimeouts: sto.Load(), stood: stood}
+}
+
+// standFor is how long the cycle of deadlock error err stood before it was
+// reported: from the newest of its members' waits to the report; -1 if
+// err carries no cycle.
+func standFor(err error) time.Duration {
+	var de *txnlock.DeadlockError
+	if !errors.As(err, &de) || len(de.Cycle) == 0 {
+		return -1
+	}
+	var newest time.Time
+	for _, e := range de.Cycle {
+		if e.Since.After(newest) {
+			newest = e.Since
+		}
+	}
+	return max(de.Time.Sub(newest), 0)
 }
 
 // TestContendedRangesRuns: a short run of the load, with a tenth of the
