@@ -13,8 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/manualclock"
-	"github.com/txnlock/txnlock/pointlock"
-	"github.com/txnlock/txnlock/rangelock"
 )
 
 // TestTruthConcurrent runs transactions on many goroutines against a point
@@ -60,11 +58,7 @@ func runTruthConcurrent(t *testing.T, victim Victim, dur time.Duration) {
 	det, err := newDetector(Options{Victim: victim, Clock: manualclock.New()}, false)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, det.Close()) }()
-	wo := txnlock.WaitOptions{Detector: det, LockTimeout: txnlock.WaitForever}
-	pm, err := pointlock.New(pointlock.Options{WaitOptions: wo})
-	require.NoError(t, err)
-	rm, err := rangelock.New(rangelock.Options{WaitOptions: wo})
-	require.NoError(t, err)
+	pm, rm := sharingManagers(t, det)
 	require.NoError(t, pm.AddColumnFamily(1))
 	require.NoError(t, rm.AddColumnFamily(1))
 	defer func() { require.NoError(t, pm.Close()); require.NoError(t, rm.Close()) }()

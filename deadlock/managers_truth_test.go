@@ -141,11 +141,7 @@ func runManagersTruth(t *testing.T, seed uint64, steps int, tot *managersTotals)
 	victim := [...]Victim{VictimRequester, VictimRequester, VictimYoungest, VictimFewestLocks}[rng.IntN(4)]
 	det, err := newDetector(Options{Clock: manualclock.New(), Victim: victim}, false)
 	require.NoError(t, err)
-	wo := txnlock.WaitOptions{Detector: det, LockTimeout: txnlock.WaitForever}
-	pm, err := pointlock.New(pointlock.Options{WaitOptions: wo})
-	require.NoError(t, err)
-	rm, err := rangelock.New(rangelock.Options{WaitOptions: wo})
-	require.NoError(t, err)
+	pm, rm := sharingManagers(t, det)
 	for _, m := range []txnlock.Manager{pm, rm} {
 		require.NoError(t, m.AddColumnFamily(1))
 	}
@@ -227,6 +223,17 @@ func runManagersTruth(t *testing.T, seed uint64, steps int, tot *managersTotals)
 		return fmt.Errorf("%d searches tripped", st.Trips)
 	}
 	return nil
+}
+
+// sharingManagers returns a point and a range manager whose waits share
+// det and last until granted or failed.
+func sharingManagers(t *testing.T, det *Detector) (*pointlock.Manager, *rangelock.Manager) {
+	wo := txnlock.WaitOptions{Detector: det, LockTimeout: txnlock.WaitForever}
+	pm, err := pointlock.New(pointlock.Options{WaitOptions: wo})
+	require.NoError(t, err)
+	rm, err := rangelock.New(rangelock.Options{WaitOptions: wo})
+	require.NoError(t, err)
+	return pm, rm
 }
 
 func (s *mtSched) wake() {

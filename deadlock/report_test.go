@@ -31,11 +31,7 @@ type reportRig struct {
 func newReportRig(t *testing.T) *reportRig {
 	det, err := New(Options{})
 	require.NoError(t, err)
-	wo := txnlock.WaitOptions{Detector: det, LockTimeout: txnlock.WaitForever}
-	pm, err := pointlock.New(pointlock.Options{WaitOptions: wo})
-	require.NoError(t, err)
-	rm, err := rangelock.New(rangelock.Options{WaitOptions: wo})
-	require.NoError(t, err)
+	pm, rm := sharingManagers(t, det)
 	r := &reportRig{t: t, det: det, points: pm, ranges: rm}
 	t.Cleanup(func() {
 		require.NoError(t, pm.Close())

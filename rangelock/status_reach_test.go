@@ -47,16 +47,10 @@ func statusReachRound(rng *rand.Rand) error {
 		m.Close()
 	}()
 	const keys = 12
-	mode := func() txnlock.Mode {
-		if rng.IntN(2) == 0 {
-			return txnlock.Shared
-		}
-		return txnlock.Exclusive
-	}
 	var held []reachReq
 	txn := txnlock.TxnID(1)
 	for range 1 + rng.IntN(4) {
-		q := reachReq{txn, randomRange(rng, keys), mode()}
+		q := reachReq{txn, randomRange(rng, keys), randomMode(rng)}
 		if m.Lock(ctx, txnlock.Request{Txn: q.txn, Range: q.r, Mode: q.mode, Timeout: txnlock.NoWait}) == nil {
 			held = append(held, q)
 		}
@@ -64,7 +58,7 @@ func statusReachRound(rng *rand.Rand) error {
 	}
 	var queue []reachReq // in queue order
 	for range 2 + rng.IntN(12) {
-		q := reachReq{txn, randomRange(rng, keys), mode()}
+		q := reachReq{txn, randomRange(rng, keys), randomMode(rng)}
 		txn++
 		go func() { done <- m.Lock(ctx, txnlock.Request{Txn: q.txn, Range: q.r, Mode: q.mode}) }()
 		// It is granted at once or queued; wait until Status says which.
@@ -109,6 +103,14 @@ func statusReachRound(rng *rand.Rand) error {
 		}
 	}
 	return nil
+}
+
+// randomMode is Shared or Exclusive, evenly.
+func randomMode(rng *rand.Rand) txnlock.Mode {
+	if rng.IntN(2) == 0 {
+		return txnlock.Shared
+	}
+	return txnlock.Exclusive
 }
 
 func waitsOf(st txnlock.Status, txn txnlock.TxnID) bool {
@@ -182,23 +184,17 @@ func statusDecidesRound(rng *rand.Rand) error {
 		m.Close()
 	}()
 	const keys = 6
-	mode := func() txnlock.Mode {
-		if rng.IntN(2) == 0 {
-			return txnlock.Shared
-		}
-		return txnlock.Exclusive
-	}
 	txns := 2 + rng.IntN(8)
 	// Each transaction takes what it can of a few ranges at once.
 	for txn := range txns {
 		for range rng.IntN(3) {
-			_ = m.Lock(ctx, txnlock.Request{Txn: txnlock.TxnID(txn + 1), Range: randomRange(rng, keys), Mode: mode(), Timeout: txnlock.NoWait})
+			_ = m.Lock(ctx, txnlock.Request{Txn: txnlock.TxnID(txn + 1), Range: randomRange(rng, keys), Mode: randomMode(rng), Timeout: txnlock.NoWait})
 		}
 	}
 	// Then each asks for one more, in turn, and is granted or queued.
 	for txn := range txns {
 		id := txnlock.TxnID(txn + 1)
-		req := txnlock.Request{Txn: id, Range: randomRange(rng, keys), Mode: mode()}
+		req := txnlock.Request{Txn: id, Range: randomRange(rng, keys), Mode: randomMode(rng)}
 		granted := make(chan error, 1)
 		go func() { granted <- m.Lock(ctx, req) }()
 		for deadline := time.Now().Add(10 * time.Second); ; {
