@@ -46,7 +46,11 @@
 // waits for the conflicting holders in its range and the conflicting
 // requests queued ahead, less those it skips: a holder that widens its
 // range skips the waiters that wait for it (internal/waitsfor.Skipped); a
-// point request skips only as an upgrade.
+// point request skips the wide waiters that wait for its transaction
+// (the requests on its key keep their order), and as an upgrade the whole
+// queue. So a request queued between two others need not wait for the one
+// ahead of it: whom a waiter waits for counts only the requests that
+// surely do (waitsfor.Queued's MaySkip).
 //
 // # Layout
 //
