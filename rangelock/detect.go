@@ -147,9 +147,9 @@ func (f *family) detBlockersLocked(w *waiter, dst []txnlock.TxnID) []txnlock.Txn
 // ahead whose transaction holds a lock (or an upgrade) may skip requests
 // ahead of it, so it is not taken to reach them (waitsfor.Queued's
 // MaySkip). Every request q waits for is then reached through the lists,
-// transitively, so a search finds every cycle, and the graph keeps a few edges per
-// waiter where q's own conflicts (blockersLocked) can be every waiter
-// queued ahead of it. Each listed edge is among blockersLocked, by which
+// transitively, so a search finds every cycle, and the graph keeps a few
+// edges per waiter where q's own conflicts (blockersLocked) can be every
+// waiter queued ahead of it. Each listed edge is among blockersLocked, by which
 // the detector confirms a cycle. q's lock(s) are held.
 func (f *family) nearestBlockersLocked(q *request, seq uint64, dst []txnlock.TxnID) []txnlock.TxnID {
 	dst, _ = f.nearestBlockersAheadLocked(q, seq, dst)
