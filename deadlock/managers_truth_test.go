@@ -20,16 +20,17 @@ import (
 	"github.com/txnlock/txnlock/rangelock"
 )
 
-var managersSeed = flag.Uint64("managers.seed", 0, "replay one run of TestTruthManagers with this seed (0: random runs)")
+var managersRun = flag.Uint64("managers.run", 0, "replay the run of TestTruthManagers with this number, as a failure prints it (0: random runs)")
 
 // TestTruthManagers checks the detector against the true waits-for graph
 // as TestTruth does, over the real managers instead of a model of one: a
 // pointlock and a rangelock Manager, two column families each, share a
-// Detector, and a seeded scheduler on the test's goroutine drives their
+// Detector, and a scheduler on the test's goroutine, drawing every choice
+// from the run's number, drives their
 // transactions one step at a time. Each Lock call runs on a goroutine of
 // its own; a step ends when every call has either returned or sleeps in
 // its wait, reported and checked (lockwait.SetTestingParked), so nothing
-// moves between steps and a run is a function of its seed.
+// moves between steps and a run is a function of its number.
 //
 // A step is one of: a transaction that does not wait requests a point or,
 // in the range manager, a range of two or three keys, Shared or
@@ -57,24 +58,24 @@ var managersSeed = flag.Uint64("managers.seed", 0, "replay one run of TestTruthM
 //     something else). A report met while an earlier victim of the same
 //     step has yet to leave its queue is counted, not checked.
 //
-// A failure prints the seed; -managers.seed N replays that run. -long
+// A failure prints the run's number; -managers.run N replays it. -long
 // runs many more.
 func TestTruthManagers(t *testing.T) {
 	runs, steps := 40, 300
 	if *long {
 		runs, steps = 3_000, 1_000
 	}
-	if *managersSeed != 0 {
+	if *managersRun != 0 {
 		runs = 1
 	}
 	var tot managersTotals
 	for range runs {
-		seed := *managersSeed
-		if seed == 0 {
-			seed = rand.Uint64()
+		run := *managersRun
+		if run == 0 {
+			run = rand.Uint64()
 		}
-		if err := runManagersTruth(t, seed, steps, &tot); err != nil {
-			t.Fatalf("seed %d (-managers.seed %d replays it): %v", seed, seed, err)
+		if err := runManagersTruth(t, run, steps, &tot); err != nil {
+			t.Fatalf("run %d (-managers.run %d replays it): %v", run, run, err)
 		}
 	}
 	t.Logf("%d runs: %+v", runs, tot)
@@ -136,8 +137,8 @@ type mtSched struct {
 	woken    chan struct{}
 }
 
-func runManagersTruth(t *testing.T, seed uint64, steps int, tot *managersTotals) (err error) {
-	rng := rand.New(rand.NewPCG(seed, 3))
+func runManagersTruth(t *testing.T, run uint64, steps int, tot *managersTotals) (err error) {
+	rng := rand.New(rand.NewPCG(run, 3))
 	victim := [...]Victim{VictimRequester, VictimRequester, VictimYoungest, VictimFewestLocks}[rng.IntN(4)]
 	det, err := newDetector(Options{Clock: manualclock.New(), Victim: victim}, false)
 	require.NoError(t, err)

@@ -101,15 +101,7 @@ func (c lockCounter) LocksHeld(txn txnlock.TxnID) int {
 // may then skip requests ahead of it (waitsfor.Queued's MaySkip). Every
 // stripe is held.
 func (f *family) holdsAnyLocked(txn txnlock.TxnID) bool {
-	if f.tree.TxnCount(txn) > 0 {
-		return true
-	}
-	for _, sp := range f.m.txns.pointsIn(txn, f) {
-		if sp.list.Len() > 0 {
-			return true
-		}
-	}
-	return false
+	return f.tree.TxnCount(txn) > 0 || f.m.txns.holdsPointsIn(txn, f)
 }
 
 // lockWaiting takes the lock(s) that guard waiter w's queue and reports

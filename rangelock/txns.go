@@ -231,6 +231,19 @@ func (tt *txnTable) pointsIn(txn txnlock.TxnID, f *family) []*stripePoints {
 	return nil
 }
 
+// holdsPointsIn reports whether txn holds a point in f. The stripes of
+// f are held.
+func (tt *txnTable) holdsPointsIn(txn txnlock.TxnID, f *family) bool {
+	st := tt.t.Stripe(txn)
+	st.Mu.Lock()
+	defer st.Mu.Unlock()
+	held := false
+	if t := findLocked(st, txn, f); t != nil {
+		t.stripes(func(sp *stripePoints) { held = held || sp.list.Len() > 0 })
+	}
+	return held
+}
+
 // families returns the families txn touched.
 func (tt *txnTable) families(txn txnlock.TxnID) []*family {
 	st := tt.t.Stripe(txn)
