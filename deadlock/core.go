@@ -77,7 +77,38 @@ func (c *core) limits() limits {
 	return limits{depth: c.opts.MaxDepth, steps: c.opts.MaxSteps, time: c.opts.MaxSearchTime, clock: c.opts.Clock}
 }
 
-// check is the on-block search from w's wait, on a live view; txn is w's
+// checkReq is an on-block search asked for: from w's wait, a wait of txn.
+type checkReq struct {
+	w   txnlock.Waiter
+	txn txnlock.TxnID
+	// err is the requester's *txnlock.DeadlockError if w must give up.
+	err error
+	// done: the search has run (set by the Detector, under its mutex).
+	done bool
+}
+
+// checkAll runs the on-block searches of reqs one after another over one
+// live view, read afresh when it starts and after each victim: the
+// searches that queued behind each other while the graph was busy ask the
+// managers about each transaction once, not once per search. Each search
+// starts after its request was made, so it sees the event that made it
+// (the package doc, "When a cycle closes"); the edges found false stay
+// cut for the rest of the run. It sets each request's err and returns
+// what the wrapper must do for all of them.
+func (c *core) checkAll(reqs []*checkReq) decision {
+	var all decision
+	c.g.reset()
+	c.g.cuts = c.g.cuts[:0]
+	for _, r := range reqs {
+		d := c.check(r.w, r.txn)
+		r.err, d.err = d.err, nil
+		all.merge(d)
+	}
+	return all
+}
+
+// check is the on-block search from w's wait, on the live view as
+// checkAll left it; txn is w's
 // transaction, so that check calls none of w's methods, which may have
 // been recycled (Detector.unblock's searches). A cycle it finds is
 // confirmed before a victim is chosen. When the victim is another
@@ -86,8 +117,6 @@ func (c *core) limits() limits {
 // to sleep, so no later search would start from it.
 func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
 	var d decision
-	c.g.reset()
-	c.g.cuts = c.g.cuts[:0]
 	for unconfirmed := 0; ; {
 		root := c.g.node(txn)
 		var e *edge

@@ -39,6 +39,7 @@ import (
 //	block txn=T res=R [key=K] [mode=S|X] [cf=N] [locks=N] [stamp=N] [w=NAME]
 //	waitsfor txn=T [w=NAME] txns=(T,..)
 //	check txn=T [w=NAME]         unblock txn=T [w=NAME]
+//	checks w=(NAME,..)
 //	grant txn=T [w=NAME]         timeout txn=T [w=NAME]
 //	background [unblock=(NAME,..)] [timeout=(NAME,..)]
 //	chain from=T n=N [cycle]     queue res=R from=T n=N [fifo]
@@ -311,6 +312,36 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 			fmt.Fprintf(&out, "%s: waits\n", w.name)
 		}
 		s.printChange(&out, before, false)
+	case "checks":
+		// The checks of waits w=(NAME,..) were asked for, in that order,
+		// while another search held the detector's mutex: the last one's
+		// turn runs them all over one view. asked: the questions its
+		// waiters answered.
+		var reqs []*checkReq
+		for _, name := range argList(d, "w") {
+			w := s.waiters[name]
+			require.NotNil(t, w, "unknown waiter %s", name)
+			reqs = append(reqs, &checkReq{w: w, txn: w.Txn()})
+		}
+		require.NotEmpty(t, reqs, "checks wants w=(NAME,..)")
+		before, asked := s.d.Stats(), s.asked
+		last := reqs[len(reqs)-1]
+		s.d.queue.reqs = append(s.d.queue.reqs, reqs[:len(reqs)-1]...)
+		last.err = s.d.check(last.w, last.txn)
+		for _, r := range reqs {
+			require.True(t, r.done || r == last, "a check queued before the batch ran in it")
+			w := r.w.(*fakeWaiter)
+			if r.err != nil {
+				require.Equal(t, r.err, w.err, "the requester's waiter is failed with Check's error")
+				w.reported = true
+				fmt.Fprintf(&out, "%s: %v\n", w.name, r.err)
+				s.lastErr = asDeadlock(t, r.err)
+			} else {
+				fmt.Fprintf(&out, "%s: waits\n", w.name)
+			}
+		}
+		fmt.Fprintf(&out, "asked: %d\n", s.asked-asked)
+		s.printChange(&out, before, true)
 	case "background":
 		// With unblock=(NAME,..), those waits are granted and Unblocked
 		// between the snapshot and its search; with timeout=(NAME,..),

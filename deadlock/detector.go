@@ -19,8 +19,8 @@ const passRestFactor = 10
 // Detector is a deadlock detector shared by any number of lock managers
 // (txnlock.Detector). It is safe for concurrent use.
 //
-// Lock order: passMu, then mu, then one registry slot's mutex, then a
-// manager's latch (the detector's questions to a waiter). A manager never
+// Lock order: passMu, then mu, then queue's mutex or one registry slot's
+// mutex, then a manager's latch (the detector's questions to a waiter). A manager never
 // calls the detector with a latch held, but for Stamp, which takes no
 // lock. Victims are failed (Waiter.Fail, which takes no lock) with mu and
 // the victim's slot held; Options.OnDeadlock runs with every lock
@@ -57,6 +57,18 @@ type Detector struct {
 		sync.Mutex
 		// c is the searches, counters and history.
 		c core
+		// spare is the queue's other buffer, swapped in when a batch is
+		// taken.
+		spare []*checkReq
+	}
+	// queue holds the on-block searches asked for and not run yet.
+	// Whoever takes mu next runs all of them (check): on a busy graph,
+	// where searches wait for mu behind each other, a turn reads the view
+	// once for the whole batch. Its mutex guards reqs; it is taken alone,
+	// or under mu.
+	queue struct {
+		sync.Mutex
+		reqs []*checkReq
 	}
 
 	// passMu serializes background passes (the goroutine's and those a
@@ -183,7 +195,9 @@ func (d *Detector) unblock(w txnlock.Waiter) {
 // check searches for a cycle through w's wait, a wait of txn (OnBlock),
 // or wakes the background pass (Background). It returns the
 // *txnlock.DeadlockError if w must give up; other victims are failed here
-// (txnlock.WaitGraph.Check).
+// (txnlock.WaitGraph.Check). The search is queued and run by whoever
+// takes mu next, with every other search queued by then (core.checkAll);
+// that one applies their decisions, OnDeadlock included.
 func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
 	switch d.opts.Detection {
 	case Off:
@@ -193,12 +207,36 @@ func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
 		d.wake()
 		return nil
 	}
+	r := checkReqs.Get().(*checkReq)
+	*r = checkReq{w: w, txn: txn}
+	d.queue.Lock()
+	d.queue.reqs = append(d.queue.reqs, r)
+	d.queue.Unlock()
+	var dec decision
 	d.mu.Lock()
-	dec := d.mu.c.check(w, txn)
+	if !r.done {
+		d.queue.Lock()
+		batch := d.queue.reqs
+		d.queue.reqs = d.mu.spare
+		d.queue.Unlock()
+		dec = d.mu.c.checkAll(batch)
+		for i, q := range batch {
+			q.done = true
+			batch[i] = nil
+		}
+		d.mu.spare = batch[:0]
+	}
+	err := r.err
 	d.mu.Unlock()
+	*r = checkReq{}
+	checkReqs.Put(r)
 	d.apply(dec)
-	return dec.err
+	return err
 }
+
+// checkReqs recycles the requests of check: no batch refers to one once
+// its owner has read its result.
+var checkReqs = sync.Pool{New: func() any { return new(checkReq) }}
 
 // apply carries out the rest of a decision with mu released.
 func (d *Detector) apply(dec decision) {

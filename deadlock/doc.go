@@ -180,8 +180,8 @@
 // mutex and runs the callbacks after it; its background goroutine is the
 // third layer.
 //
-// Lock order: Detector.passMu, then Detector.mu, then one registry slot's
-// mutex, then a manager's latch (inside the waiter's answers). A manager
+// Lock order: Detector.passMu, then Detector.mu, then the queue of
+// searches asked for or one registry slot's mutex, then a manager's latch (inside the waiter's answers). A manager
 // never calls the detector with a latch held, but for Stamp (an atomic
 // add). Waiter.Fail, which takes no lock, runs under mu and the victim's
 // slot mutex, while the wait is still reported, so the waiter cannot have
