@@ -125,8 +125,8 @@ func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
 				e = x
 			}
 		}
-		if e == nil {
-			return d // unblocked, or failed as a victim
+		if e == nil || !e.active() {
+			return d // unblocked, granted, or failed as a victim
 		}
 		c.stats.Searches++
 		c.rootBuf[0] = e
@@ -166,7 +166,8 @@ func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
 			if d.err != nil || len(b.reports) == 0 {
 				return d
 			}
-			c.g.reset() // a victim stopped waiting: read afresh
+			// The victim's wait is over: the view keeps it, and every
+			// search sees it is no longer active (Waiter.Active).
 			continue
 		case res.trip == "":
 			return d
