@@ -132,6 +132,18 @@
 // requester, which may have closed several cycles at once (it waits for a
 // lock with several holders) and is about to sleep.
 //
+// # A busy graph
+//
+// On-block searches run one at a time, under the detector's mutex, and
+// under contention many wait for it. Whoever takes it next runs every
+// search asked for by then, in the order asked, over one view of the
+// graph: each transaction is asked of its manager once for the whole
+// batch, not once per search, and a victim failed by one search leaves
+// the view as it is (its wait now reads as over). Every search in a
+// batch starts after its request was made, so it sees the event that
+// asked for it. A requester reads its result when it takes the mutex in
+// turn; OnDeadlock runs on the goroutine that ran the batch.
+//
 // # The circuit breaker
 //
 // An on-block search runs under the detector's mutex, so its cost is
