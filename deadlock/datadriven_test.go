@@ -314,33 +314,31 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		s.printChange(&out, before, false)
 	case "checks":
 		// The checks of waits w=(NAME,..) were asked for, in that order,
-		// while another search held the detector's mutex: the last one's
-		// turn runs them all over one view. asked: the questions its
-		// waiters answered.
-		var reqs []*checkReq
-		for _, name := range argList(d, "w") {
+		// while another search held the detector's mutex: the last one
+		// finds it free and runs them all over one view; it prints its
+		// own result. asked: the questions the waiters answered; steps:
+		// the edges the searches followed.
+		names := argList(d, "w")
+		require.NotEmpty(t, names, "checks wants w=(NAME,..)")
+		before, asked := s.d.Stats(), s.asked
+		for _, name := range names[:len(names)-1] {
 			w := s.waiters[name]
 			require.NotNil(t, w, "unknown waiter %s", name)
-			reqs = append(reqs, &checkReq{w: w, txn: w.Txn()})
+			s.d.queue.reqs = append(s.d.queue.reqs, checkReq{w: w, txn: w.Txn()})
 		}
-		require.NotEmpty(t, reqs, "checks wants w=(NAME,..)")
-		before, asked := s.d.Stats(), s.asked
-		last := reqs[len(reqs)-1]
-		s.d.queue.reqs = append(s.d.queue.reqs, reqs[:len(reqs)-1]...)
-		last.err = s.d.check(last.w, last.txn)
-		for _, r := range reqs {
-			require.True(t, r.done || r == last, "a check queued before the batch ran in it")
-			w := r.w.(*fakeWaiter)
-			if r.err != nil {
-				require.Equal(t, r.err, w.err, "the requester's waiter is failed with Check's error")
-				w.reported = true
-				fmt.Fprintf(&out, "%s: %v\n", w.name, r.err)
-				s.lastErr = asDeadlock(t, r.err)
-			} else {
-				fmt.Fprintf(&out, "%s: waits\n", w.name)
-			}
+		w := s.waiters[names[len(names)-1]]
+		require.NotNil(t, w, "unknown waiter")
+		err := s.d.check(w, w.Txn())
+		require.Empty(t, s.d.queue.reqs, "a check queued before the batch ran in it")
+		if err != nil {
+			require.Equal(t, err, w.err, "the requester's waiter is failed with Check's error")
+			w.reported = true
+			fmt.Fprintf(&out, "%s: %v\n", w.name, err)
+			s.lastErr = asDeadlock(t, err)
+		} else {
+			fmt.Fprintf(&out, "%s: waits\n", w.name)
 		}
-		fmt.Fprintf(&out, "asked: %d\n", s.asked-asked)
+		fmt.Fprintf(&out, "asked: %d, steps: %d\n", s.asked-asked, s.d.Stats().Steps-before.Steps)
 		s.printChange(&out, before, true)
 	case "background":
 		// With unblock=(NAME,..), those waits are granted and Unblocked

@@ -59,16 +59,17 @@ type Detector struct {
 		c core
 		// spare is the queue's other buffer, swapped in when a batch is
 		// taken.
-		spare []*checkReq
+		spare []checkReq
 	}
-	// queue holds the on-block searches asked for and not run yet.
-	// Whoever takes mu next runs all of them (check): on a busy graph,
-	// where searches wait for mu behind each other, a turn reads the view
-	// once for the whole batch. Its mutex guards reqs; it is taken alone,
-	// or under mu.
+	// queue holds the on-block searches asked for and not run yet. The
+	// next goroutine to take mu runs all of them (check): on a busy
+	// graph, where searches wait for mu behind each other, a batch reads
+	// the view once. Its mutex guards reqs and taken, the number of
+	// batches taken; it is taken alone, or under mu.
 	queue struct {
 		sync.Mutex
-		reqs []*checkReq
+		reqs  []checkReq
+		taken uint64
 	}
 
 	// passMu serializes background passes (the goroutine's and those a
@@ -193,11 +194,12 @@ func (d *Detector) unblock(w txnlock.Waiter) {
 }
 
 // check searches for a cycle through w's wait, a wait of txn (OnBlock),
-// or wakes the background pass (Background). It returns the
-// *txnlock.DeadlockError if w must give up; other victims are failed here
-// (txnlock.WaitGraph.Check). The search is queued and run by whoever
-// takes mu next, with every other search queued by then (core.checkAll);
-// that one applies their decisions, OnDeadlock included.
+// or wakes the background pass (Background); other victims are failed
+// here (txnlock.WaitGraph.Check). The search is queued, and run by the
+// next goroutine that takes mu, with every other search queued by then
+// (core.checkAll). If that is this one, check returns the
+// *txnlock.DeadlockError if w must give up; if another ran it, check
+// returns nil and w, if it must give up, was failed through its Waiter.
 func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
 	switch d.opts.Detection {
 	case Off:
@@ -207,36 +209,35 @@ func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
 		d.wake()
 		return nil
 	}
-	r := checkReqs.Get().(*checkReq)
-	*r = checkReq{w: w, txn: txn}
 	d.queue.Lock()
-	d.queue.reqs = append(d.queue.reqs, r)
+	d.queue.reqs = append(d.queue.reqs, checkReq{w: w, txn: txn})
+	batch := d.queue.taken
 	d.queue.Unlock()
+	var err error
 	var dec decision
 	d.mu.Lock()
-	if !r.done {
-		d.queue.Lock()
-		batch := d.queue.reqs
+	d.queue.Lock()
+	mine := d.queue.taken == batch // not run yet: by this goroutine, now
+	reqs := d.queue.reqs
+	if mine {
 		d.queue.reqs = d.mu.spare
-		d.queue.Unlock()
-		dec = d.mu.c.checkAll(batch)
-		for i, q := range batch {
-			q.done = true
-			batch[i] = nil
-		}
-		d.mu.spare = batch[:0]
+		d.queue.taken++
 	}
-	err := r.err
+	d.queue.Unlock()
+	if mine {
+		dec = d.mu.c.checkAll(reqs)
+		for _, r := range reqs {
+			if r.err != nil && r.w == w {
+				err = r.err
+			}
+		}
+		clear(reqs)
+		d.mu.spare = reqs[:0]
+	}
 	d.mu.Unlock()
-	*r = checkReq{}
-	checkReqs.Put(r)
 	d.apply(dec)
 	return err
 }
-
-// checkReqs recycles the requests of check: no batch refers to one once
-// its owner has read its result.
-var checkReqs = sync.Pool{New: func() any { return new(checkReq) }}
 
 // apply carries out the rest of a decision with mu released.
 func (d *Detector) apply(dec decision) {

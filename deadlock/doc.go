@@ -139,10 +139,15 @@
 // search asked for by then, in the order asked, over one view of the
 // graph: each transaction is asked of its manager once for the whole
 // batch, not once per search, and a victim failed by one search leaves
-// the view as it is (its wait now reads as over). Every search in a
-// batch starts after its request was made, so it sees the event that
-// asked for it. A requester reads its result when it takes the mutex in
-// turn; OnDeadlock runs on the goroutine that ran the batch.
+// the view as it is (its wait now reads as over). The searches of a batch
+// are one depth-first forest: a transaction that one of them explored to
+// the end without meeting a cycle reaches none, and the others do not
+// explore it again, so a batch costs what it reaches, not that times the
+// searches in it. Every search in a batch starts after its request was
+// made, so it sees the event that asked for it. The goroutine that ran
+// the batch returns its own result; the others find theirs run when they
+// take the mutex in turn (their victims were failed through their
+// waiters), and OnDeadlock runs on the one that ran it.
 //
 // # The circuit breaker
 //
