@@ -72,9 +72,7 @@ type WaitGraph interface {
 	// Block said it needs one. It returns a *DeadlockError if w must give
 	// up (it is the victim, or the search hit a limit under the
 	// assume-deadlock policy), else nil. Other victims are failed through
-	// their Waiter, and so may w be, with Check returning nil, when
-	// another goroutine ran w's search (a detector may run the searches
-	// queued on it together).
+	// their Waiter.
 	Check(w Waiter) error
 	// Recheck searches for a cycle through w's wait, a wait of txn, after
 	// a request that w waited for left the queue without a grant (timed

@@ -38,12 +38,13 @@ func (s Stats) String() string {
 // asks the managers), and fails victims through it. Detector wraps it with
 // a mutex.
 type core struct {
-	opts  Options
-	src   source
-	g     graph // the live view, read afresh by every search
-	hist  history
-	stats Stats
-	stack []frame // reused by every search
+	opts    Options
+	src     source
+	g       graph // the live view, read afresh by every search
+	hist    history
+	stats   Stats
+	stack   []frame // reused by every search
+	rootBuf [1]*edge
 
 	// testingOnConfirm, if set, sees every confirmed cycle before its
 	// victim is failed; testingOnBreak sees it once the victim is failed
@@ -76,123 +77,92 @@ func (c *core) limits() limits {
 	return limits{depth: c.opts.MaxDepth, steps: c.opts.MaxSteps, time: c.opts.MaxSearchTime, clock: c.opts.Clock}
 }
 
-// checkReq is an on-block search asked for: from w's wait, a wait of txn.
-type checkReq struct {
-	w   txnlock.Waiter
-	txn txnlock.TxnID
-	// err is the requester's *txnlock.DeadlockError if w must give up.
-	err error
-}
-
-// checkAll runs the on-block searches of reqs, in order, over one live
-// view read when it starts: a batch of searches that queued while the
-// graph was busy asks the managers about each transaction once. A search
-// starts at its request's transaction, follows all of its waits, and
-// looks for a path back to it; failing that, it takes the first other
-// cycle it met. The searches of a batch share their marks while they
-// find nothing: a transaction that a search explored to the end without
-// meeting any cycle reaches none, and the searches after it do not
-// explore it again, so a batch of searches that find nothing is linear in
-// the part of the graph it reaches, however many it holds. Each search
-// starts after its request was made, so it sees the event that made it
-// (the package doc, "When a cycle closes").
-//
-// A cycle found is confirmed, then broken; the view is kept (the
-// victim's wait reads as over) and the same search runs again in a new
-// forest: the request may have closed more than one cycle, and it is about
-// to sleep, so no later search would start from it. A cycle that does not
-// confirm has its false edge cut for the rest of the batch and wants a
-// background pass (it may become real once a request leaves, with no new
-// wait to search from); a search that cut maxUnconfirmed edges gives up.
-// A search cut short by a limit is a trip, handled by the Breaker policy;
-// its marks are not trusted by the searches after it.
-//
-// It sets each request's err: the *txnlock.DeadlockError if its own wait
-// must give up.
-func (c *core) checkAll(reqs []checkReq) decision {
+// check is the on-block search from w's wait, on a live view; txn is w's
+// transaction, so that check calls none of w's methods, which may have
+// been recycled (Detector.unblock's searches). A cycle it finds is
+// confirmed before a victim is chosen. When the victim is another
+// transaction the search runs again: the requester may close more than
+// one cycle (it waits for a lock with several holders), and it is about
+// to sleep, so no later search would start from it.
+func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
 	var d decision
 	c.g.reset()
 	c.g.cuts = c.g.cuts[:0]
-	c.g.epoch++
-	for i, unconfirmed := 0, 0; i < len(reqs); {
-		r := &reqs[i]
-		root := c.g.node(r.txn)
-		if root.mark == c.g.epoch || !slices.ContainsFunc(root.waits, func(e *edge) bool {
-			return e.waiter == r.w && e.active()
-		}) {
-			// Explored to the end by this forest, or the wait is over
-			// (unblocked, granted, or failed as a victim).
-			i, unconfirmed = i+1, 0
-			continue
+	for unconfirmed := 0; ; {
+		root := c.g.node(txn)
+		var e *edge
+		for _, x := range root.waits {
+			if x.waiter == w {
+				e = x
+			}
+		}
+		if e == nil {
+			return d // unblocked, or failed as a victim
 		}
 		c.stats.Searches++
-		res := c.g.walk(&c.stack, root, r.txn, c.limits())
+		c.rootBuf[0] = e
+		res := c.g.walk(&c.stack, root, c.rootBuf[:], e.txn, c.limits(), true)
+		c.rootBuf[0] = nil
 		c.stats.Steps += uint64(res.steps)
 		found := res.cycle
 		if found == nil && res.trip == "" {
-			// A cycle the search met that does not pass through the
-			// requester in the view may pass through its place in its
-			// queue; if it is real, its report may have closed it, and
+			// A cycle the search met that does not pass through w's
+			// transaction in the view may pass through w's place in its
+			// queue; if it is real, w's report may have closed it, and
 			// no other search would start.
 			found = res.met
 		}
 		switch {
 		case found != nil:
-			c.g.epoch++ // transactions were left unexplored
 			cycle, bad := c.confirm(found)
 			if cycle == nil {
+				// Not a cycle now: an edge rests on a request that is
+				// leaving, or on one not yet reported. Once it has left
+				// or reported, the cycle may be real with no new wait
+				// to start a search: a pass is wanted. Meanwhile search
+				// again without that edge, for another cycle through w,
+				// a few times; the edge stays cut for the rest of the
+				// check, also once a victim has made the view read
+				// afresh, so that each false edge costs one search.
 				c.stats.FalsePositivesAvoided++
 				d.deferred = true
 				if unconfirmed++; bad < 0 || unconfirmed > maxUnconfirmed {
-					i, unconfirmed = i+1, 0
-					continue
+					return d
 				}
 				c.g.cut(found[bad], found[(bad+1)%len(found)].txn)
 				continue
 			}
-			b, _ := c.breakCycle(cycle, r.w)
-			r.err, b.err = b.err, nil
+			b, _ := c.breakCycle(cycle, w)
 			d.merge(b)
+			if d.err != nil || len(b.reports) == 0 {
+				return d
+			}
+			c.g.reset() // a victim stopped waiting: read afresh
 			continue
-		case res.trip != "":
-			c.g.epoch++
-			c.trip(r, res, &d)
-		case res.met != nil:
-			c.g.epoch++
+		case res.trip == "":
+			return d
 		}
-		i, unconfirmed = i+1, 0
-	}
-	return d
-}
-
-// trip handles a search from r's wait cut short by a limit, by the Breaker
-// policy: Defer wants a background pass; AssumeDeadlock fails the wait.
-func (c *core) trip(r *checkReq, res result, d *decision) {
-	c.stats.Trips++
-	if c.opts.Breaker == Defer {
-		c.stats.Deferred++
-		d.deferred = true
-		return
-	}
-	var e *edge
-	for _, x := range c.g.node(r.txn).waits {
-		if x.waiter == r.w {
-			e = x
+		c.stats.Trips++
+		if c.opts.Breaker == Defer {
+			c.stats.Deferred++
+			d.deferred = true
+			return d
 		}
-	}
-	c.describe(res.path)
-	err := &txnlock.DeadlockError{
-		Victim:        e.txn,
-		LimitExceeded: true,
-		Limit:         res.trip,
-		Path:          entries(res.path),
-		Time:          c.opts.Clock.Now(),
-	}
-	if c.src.fail(e.txn, e.waiter, e.seq, err) {
-		c.stats.Assumed++
-		c.hist.add(err)
-		r.err = err
-		d.reports = append(d.reports, err)
+		c.describe(res.path)
+		err := &txnlock.DeadlockError{
+			Victim:        e.txn,
+			LimitExceeded: true,
+			Limit:         res.trip,
+			Path:          entries(res.path),
+			Time:          c.opts.Clock.Now(),
+		}
+		if c.src.fail(e.txn, e.waiter, e.seq, err) {
+			c.stats.Assumed++
+			c.hist.add(err)
+			d.err = err
+			d.reports = append(d.reports, err)
+		}
+		return d
 	}
 }
 

@@ -39,7 +39,6 @@ import (
 //	block txn=T res=R [key=K] [mode=S|X] [cf=N] [locks=N] [stamp=N] [w=NAME]
 //	waitsfor txn=T [w=NAME] txns=(T,..)
 //	check txn=T [w=NAME]         unblock txn=T [w=NAME]
-//	checks w=(NAME,..)
 //	grant txn=T [w=NAME]         timeout txn=T [w=NAME]
 //	background [unblock=(NAME,..)] [timeout=(NAME,..)]
 //	chain from=T n=N [cycle]     queue res=R from=T n=N [fifo]
@@ -312,34 +311,6 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 			fmt.Fprintf(&out, "%s: waits\n", w.name)
 		}
 		s.printChange(&out, before, false)
-	case "checks":
-		// The checks of waits w=(NAME,..) were asked for, in that order,
-		// while another search held the detector's mutex: the last one
-		// finds it free and runs them all over one view; it prints its
-		// own result. asked: the questions the waiters answered; steps:
-		// the edges the searches followed.
-		names := argList(d, "w")
-		require.NotEmpty(t, names, "checks wants w=(NAME,..)")
-		before, asked := s.d.Stats(), s.asked
-		for _, name := range names[:len(names)-1] {
-			w := s.waiters[name]
-			require.NotNil(t, w, "unknown waiter %s", name)
-			s.d.queue.reqs = append(s.d.queue.reqs, checkReq{w: w, txn: w.Txn()})
-		}
-		w := s.waiters[names[len(names)-1]]
-		require.NotNil(t, w, "unknown waiter")
-		err := s.d.check(w, w.Txn())
-		require.Empty(t, s.d.queue.reqs, "a check queued before the batch ran in it")
-		if err != nil {
-			require.Equal(t, err, w.err, "the requester's waiter is failed with Check's error")
-			w.reported = true
-			fmt.Fprintf(&out, "%s: %v\n", w.name, err)
-			s.lastErr = asDeadlock(t, err)
-		} else {
-			fmt.Fprintf(&out, "%s: waits\n", w.name)
-		}
-		fmt.Fprintf(&out, "asked: %d, steps: %d\n", s.asked-asked, s.d.Stats().Steps-before.Steps)
-		s.printChange(&out, before, true)
 	case "background":
 		// With unblock=(NAME,..), those waits are granted and Unblocked
 		// between the snapshot and its search; with timeout=(NAME,..),

@@ -19,8 +19,8 @@ const passRestFactor = 10
 // Detector is a deadlock detector shared by any number of lock managers
 // (txnlock.Detector). It is safe for concurrent use.
 //
-// Lock order: passMu, then mu, then queue's mutex or one registry slot's
-// mutex, then a manager's latch (the detector's questions to a waiter). A manager never
+// Lock order: passMu, then mu, then one registry slot's mutex, then a
+// manager's latch (the detector's questions to a waiter). A manager never
 // calls the detector with a latch held, but for Stamp, which takes no
 // lock. Victims are failed (Waiter.Fail, which takes no lock) with mu and
 // the victim's slot held; Options.OnDeadlock runs with every lock
@@ -57,19 +57,6 @@ type Detector struct {
 		sync.Mutex
 		// c is the searches, counters and history.
 		c core
-		// spare is the queue's other buffer, swapped in when a batch is
-		// taken.
-		spare []checkReq
-	}
-	// queue holds the on-block searches asked for and not run yet. The
-	// next goroutine to take mu runs all of them (check): on a busy
-	// graph, where searches wait for mu behind each other, a batch reads
-	// the view once. Its mutex guards reqs and taken, the number of
-	// batches taken; it is taken alone, or under mu.
-	queue struct {
-		sync.Mutex
-		reqs  []checkReq
-		taken uint64
 	}
 
 	// passMu serializes background passes (the goroutine's and those a
@@ -194,12 +181,9 @@ func (d *Detector) unblock(w txnlock.Waiter) {
 }
 
 // check searches for a cycle through w's wait, a wait of txn (OnBlock),
-// or wakes the background pass (Background); other victims are failed
-// here (txnlock.WaitGraph.Check). The search is queued, and run by the
-// next goroutine that takes mu, with every other search queued by then
-// (core.checkAll). If that is this one, check returns the
-// *txnlock.DeadlockError if w must give up; if another ran it, check
-// returns nil and w, if it must give up, was failed through its Waiter.
+// or wakes the background pass (Background). It returns the
+// *txnlock.DeadlockError if w must give up; other victims are failed here
+// (txnlock.WaitGraph.Check).
 func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
 	switch d.opts.Detection {
 	case Off:
@@ -209,34 +193,11 @@ func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
 		d.wake()
 		return nil
 	}
-	d.queue.Lock()
-	d.queue.reqs = append(d.queue.reqs, checkReq{w: w, txn: txn})
-	batch := d.queue.taken
-	d.queue.Unlock()
-	var err error
-	var dec decision
 	d.mu.Lock()
-	d.queue.Lock()
-	mine := d.queue.taken == batch // not run yet: by this goroutine, now
-	reqs := d.queue.reqs
-	if mine {
-		d.queue.reqs = d.mu.spare
-		d.queue.taken++
-	}
-	d.queue.Unlock()
-	if mine {
-		dec = d.mu.c.checkAll(reqs)
-		for _, r := range reqs {
-			if r.err != nil && r.w == w {
-				err = r.err
-			}
-		}
-		clear(reqs)
-		d.mu.spare = reqs[:0]
-	}
+	dec := d.mu.c.check(w, txn)
 	d.mu.Unlock()
 	d.apply(dec)
-	return err
+	return dec.err
 }
 
 // apply carries out the rest of a decision with mu released.

@@ -132,23 +132,6 @@
 // requester, which may have closed several cycles at once (it waits for a
 // lock with several holders) and is about to sleep.
 //
-// # A busy graph
-//
-// On-block searches run one at a time, under the detector's mutex, and
-// under contention many wait for it. Whoever takes it next runs every
-// search asked for by then, in the order asked, over one view of the
-// graph: each transaction is asked of its manager once for the whole
-// batch, not once per search, and a victim failed by one search leaves
-// the view as it is (its wait now reads as over). The searches of a batch
-// are one depth-first forest: a transaction that one of them explored to
-// the end without meeting a cycle reaches none, and the others do not
-// explore it again, so a batch costs what it reaches, not that times the
-// searches in it. Every search in a batch starts after its request was
-// made, so it sees the event that asked for it. The goroutine that ran
-// the batch returns its own result; the others find theirs run when they
-// take the mutex in turn (their victims were failed through their
-// waiters), and OnDeadlock runs on the one that ran it.
-//
 // # The circuit breaker
 //
 // An on-block search runs under the detector's mutex, so its cost is
@@ -197,8 +180,8 @@
 // mutex and runs the callbacks after it; its background goroutine is the
 // third layer.
 //
-// Lock order: Detector.passMu, then Detector.mu, then the queue of
-// searches asked for or one registry slot's mutex, then a manager's latch (inside the waiter's answers). A manager
+// Lock order: Detector.passMu, then Detector.mu, then one registry slot's
+// mutex, then a manager's latch (inside the waiter's answers). A manager
 // never calls the detector with a latch held, but for Stamp (an atomic
 // add). Waiter.Fail, which takes no lock, runs under mu and the victim's
 // slot mutex, while the wait is still reported, so the waiter cannot have

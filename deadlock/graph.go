@@ -87,7 +87,7 @@ type graph struct {
 	freeEdges []*edge
 	// cuts are edges that confirmation found not to hold: a live view
 	// leaves them out of the waits it reads, across reset, until the
-	// caller clears cuts (core.checkAll, once per batch).
+	// caller clears cuts (core.check, once per check).
 	cuts []cutEdge
 }
 

@@ -46,8 +46,8 @@ type result struct {
 }
 
 // walk is the one depth-first search of a view, iterative so that its
-// depth costs no goroutine stack. It starts at root and follows all of
-// its waits.
+// depth costs no goroutine stack. It starts at root, following only
+// rootWaits.
 //
 // With target set (an on-block search, target = root) it looks for a path
 // back to target, and keeps the first other cycle it meets (result.met)
@@ -61,11 +61,11 @@ type result struct {
 // also blocks something. A wait whose waiter says it no longer waits is
 // not followed.
 //
-// It visits only transactions whose mark is not the view's epoch, and
-// marks them: the caller starts an epoch, and keeps it across the walks
-// of a depth-first forest (findCycle, core.checkAll) for as long as
-// the marks it leaves stand for transactions explored to the end.
-func (g *graph) walk(stack *[]frame, root *txnNode, target txnlock.TxnID, lim limits) (res result) {
+// fresh starts a new epoch; a full search keeps the epoch across its roots.
+func (g *graph) walk(stack *[]frame, root *txnNode, rootWaits []*edge, target txnlock.TxnID, lim limits, fresh bool) (res result) {
+	if fresh {
+		g.epoch++
+	}
 	ep := g.epoch
 	st := (*stack)[:0]
 	defer func() {
@@ -79,7 +79,7 @@ func (g *graph) walk(stack *[]frame, root *txnNode, target txnlock.TxnID, lim li
 	// short searches never read it; the budget counts from there.
 	var start time.Time
 	root.mark, root.onStack = ep, true
-	st = append(st, frame{txn: root, waits: root.waits})
+	st = append(st, frame{txn: root, waits: rootWaits})
 	for len(st) > 0 {
 		f := &st[len(st)-1]
 		if f.e == nil || f.bi >= len(f.e.blockers) {
@@ -178,7 +178,7 @@ func (g *graph) findCycle(stack *[]frame) ([]*edge, int) {
 		if n.mark == g.epoch {
 			continue
 		}
-		res := g.walk(stack, n, 0, noLimits)
+		res := g.walk(stack, n, n.waits, 0, noLimits, false)
 		steps += res.steps
 		if res.cycle != nil {
 			return res.cycle, steps

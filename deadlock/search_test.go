@@ -262,42 +262,34 @@ func checkSearchAgainstReference(t *testing.T, seed uint64, nTxn, nLock int) {
 	ref := refGraph{waits: ws}
 	g := newGraph(&liveSource{r: reg})
 	var stack []frame
-	// of reaches whether any wait of txn reaches a wait of txn; of
-	// reachesCycle whether any wait of txn reaches a cycle.
-	ofTxn := func(txn txnlock.TxnID) (reaches, reachesCycle bool) {
-		for _, f := range ws {
-			if f.txn != txn {
-				continue
-			}
-			reachesCycle = reachesCycle || ref.reachesCycle(f)
-			for _, h := range ws {
-				reaches = reaches || (h.txn == txn && ref.reaches(f, h))
-			}
-		}
-		return reaches, reachesCycle
-	}
-	// On-block searches from every waiting transaction, each in an epoch
-	// of its own, on one live view reset between searches.
+	// On-block searches from every active wait, on one live view reset
+	// between searches, as core.check does.
 	for _, w := range ws {
 		g.reset()
-		g.epoch++
 		root := g.node(w.txn)
-		require.True(t, slices.ContainsFunc(root.waits, func(e *edge) bool { return e.waiter == w }),
-			"random seed %d: the view lacks an active wait", seed)
-		res := g.walk(&stack, root, w.txn, noLimits)
-		// A search from w's transaction finds a cycle through it iff one
-		// of its waits reaches one of its waits.
-		want, wantMet := ofTxn(w.txn)
+		i := slices.IndexFunc(root.waits, func(e *edge) bool { return e.waiter == w })
+		require.GreaterOrEqual(t, i, 0, "random seed %d: the view lacks an active wait", seed)
+		e := root.waits[i]
+		res := g.walk(&stack, root, []*edge{e}, w.txn, noLimits, true)
+		// A search from w finds a cycle through w's transaction, maybe by
+		// another of its waits: the reference then reaches another wait of
+		// the same transaction.
+		want := false
+		for _, f := range ws {
+			if f.txn == w.txn && ref.reaches(w, f) {
+				want = true
+			}
+		}
 		require.Equal(t, want, res.cycle != nil, "random seed %d: search from %v\n%s", seed, w.txn, lazyDescribe{reg})
 		if res.cycle != nil {
 			require.NoError(t, validCycle(res.cycle), "random seed %d\n%s", seed, lazyDescribe{reg})
-			require.Equal(t, w.txn, res.cycle[0].txn)
+			require.Same(t, e, res.cycle[0])
 			require.Nil(t, res.met)
 		} else {
 			// Without a cycle back to w's transaction, the search keeps
 			// the first other cycle it meets: there is one iff some
-			// cycle is reachable from it.
-			require.Equal(t, wantMet, res.met != nil, "random seed %d: search from %v\n%s", seed, w.txn, lazyDescribe{reg})
+			// cycle is reachable from w.
+			require.Equal(t, ref.reachesCycle(w), res.met != nil, "random seed %d: search from %v\n%s", seed, w.txn, lazyDescribe{reg})
 			if res.met != nil {
 				require.NoError(t, validCycle(res.met), "random seed %d\n%s", seed, lazyDescribe{reg})
 			}
@@ -307,26 +299,6 @@ func checkSearchAgainstReference(t *testing.T, seed uint64, nTxn, nLock int) {
 			for _, e := range n.waits {
 				require.True(t, e.active(), "random seed %d: the view read an ended wait of %v", seed, n.id)
 			}
-		}
-	}
-	// The same searches as one forest over one view (core.checkAll): an
-	// epoch shared while they find nothing, a new one after each that
-	// finds or meets a cycle. A search from a transaction that the forest
-	// explored already is skipped: no cycle is reachable from it.
-	g.reset()
-	g.epoch++
-	for _, w := range ws {
-		root := g.node(w.txn)
-		want, wantMet := ofTxn(w.txn)
-		if root.mark == g.epoch {
-			require.False(t, wantMet, "random seed %d: the forest skipped %v, which reaches a cycle\n%s", seed, w.txn, lazyDescribe{reg})
-			continue
-		}
-		res := g.walk(&stack, root, w.txn, noLimits)
-		require.Equal(t, want, res.cycle != nil, "random seed %d: forest search from %v\n%s", seed, w.txn, lazyDescribe{reg})
-		require.Equal(t, wantMet && !want, res.met != nil, "random seed %d: forest search from %v\n%s", seed, w.txn, lazyDescribe{reg})
-		if res.cycle != nil || res.met != nil {
-			g.epoch++
 		}
 	}
 	// The full search of a snapshot finds a cycle iff there is one.
