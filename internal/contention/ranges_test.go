@@ -28,14 +28,16 @@ var loadTime = flag.Duration("contention.time", 5*time.Second, "how long Benchma
 // and a deadlock detector, and retry on deadlock or timeout, for
 // -contention.time. The range manager locks each range as one request;
 // the point manager locks the same keys one by one. It reports commits,
-// deadlocks and timeouts per second, and the timeouts of transactions
-// that Status showed on a cycle of waits a moment before (cycleWatch), and
-// of those the ones whose cycles had stood for half a second then: waits
-// in cycles should end by detection, not by timeout; the other timeouts
-// are waits behind long chains of waits. It also reports how long the
-// cycles it broke had stood, from the wait that closed each (the newest
-// of its members' waits, CycleEntry.Since) to its report
-// (DeadlockError.Time): the median and the 99th percentile.
+// deadlocks and timeouts per second; of the timeouts, those of
+// transactions that held nothing yet (first-request-timeouts: no other
+// transaction waits for one unless it is queued behind it), and those of
+// transactions that Status showed on a cycle of waits a moment before
+// (cycleWatch), and of those the ones whose cycles had stood for half a
+// second then: waits in cycles should end by detection, not by timeout;
+// the other timeouts are waits behind long chains of waits. It also
+// reports how long the cycles it broke had stood, from the wait that
+// closed each (the newest of its members' waits, CycleEntry.Since) to its
+// report (DeadlockError.Time): the median and the 99th percentile.
 func BenchmarkContendedRanges(b *testing.B) {
 	for _, kind := range []string{"point", "range"} {
 		b.Run(kind, func(b *testing.B) {
@@ -47,6 +49,7 @@ func BenchmarkContendedRanges(b *testing.B) {
 			b.ReportMetric(float64(sum.commits)/secs, "commits/s")
 			b.ReportMetric(float64(sum.deadlocks)/secs, "deadlocks/s")
 			b.ReportMetric(float64(sum.timeouts)/secs, "timeouts/s")
+			b.ReportMetric(float64(sum.firstTimeouts)/secs, "first-request-timeouts/s")
 			b.ReportMetric(float64(sum.cycleTimeouts)/secs, "cycle-timeouts/s")
 			b.ReportMetric(float64(sum.standingTimeouts)/secs, "standing-cycle-timeouts/s")
 			slices.Sort(sum.stood)
@@ -61,6 +64,8 @@ func BenchmarkContendedRanges(b *testing.B) {
 // loadCounts are what one run of the load ended with.
 type loadCounts struct {
 	commits, deadlocks, timeouts int64
+	// firstTimeouts are the timeouts of transactions that held nothing.
+	firstTimeouts int64
 	// cycleTimeouts are the timeouts of transactions on a cycle of waits
 	// at cycleWatch's last look; standingTimeouts those of them whose
 	// cycles had all stood for standing then.
@@ -78,6 +83,7 @@ func (l *loadCounts) add(o loadCounts) {
 	l.commits += o.commits
 	l.deadlocks += o.deadlocks
 	l.timeouts += o.timeouts
+	l.firstTimeouts += o.firstTimeouts
 	l.cycleTimeouts += o.cycleTimeouts
 	l.standingTimeouts += o.standingTimeouts
 	l.stood = append(l.stood, o.stood...)
@@ -101,7 +107,7 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var nextTxn atomic.Uint64
-	var c, dl, to, cto, sto atomic.Int64
+	var c, dl, to, fto, cto, sto atomic.Int64
 	var stoodMu sync.Mutex
 	var stood []time.Duration
 	watch, watched := watchCycles(ctx, m, 250*time.Millisecond)
@@ -112,14 +118,17 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 			for ctx.Err() == nil {
 				txn := txnlock.TxnID(nextTxn.Add(1))
 				var err error
+				first := true // txn holds nothing yet
 				for range 5 {
 					lo, n := rng.IntN(keys-3), 1+rng.IntN(4)
 					if kind == "range" {
 						r, _ := txnlock.RangeFromBounds(txnlock.Point(key(lo)).Start(), txnlock.Point(key(lo+n-1)).End())
 						err = m.Lock(ctx, txnlock.Request{Txn: txn, Range: r, Mode: txnlock.Exclusive})
+						first = first && err != nil
 					} else {
 						for k := lo; k < lo+n && err == nil; k++ {
 							err = m.Lock(ctx, txnlock.Request{Txn: txn, Range: txnlock.Point(key(k)), Mode: txnlock.Exclusive})
+							first = first && err != nil
 						}
 					}
 					if err != nil {
@@ -138,6 +147,9 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 					}
 				case errors.Is(err, txnlock.ErrLockTimeout):
 					to.Add(1)
+					if first {
+						fto.Add(1)
+					}
 					if stood, ok := watch.onCycle(txn); ok {
 						cto.Add(1)
 						if stood >= standing {
@@ -158,7 +170,8 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 	}
 	require.NoError(tb, m.Close())
 	require.NoError(tb, det.Close())
-	return loadCounts{commits: c.Load(), deadlocks: dl.Load(), timeouts: to.Load(), cycleTimeouts: cto.Load(), standingTimeouts: sto.Load(), stood: stood}
+	return loadCounts{commits: c.Load(), deadlocks: dl.Load(), timeouts: to.Load(), firstTimeouts: fto.Load(),
+		cycleTimeouts: cto.Load(), standingTimeouts: sto.Load(), stood: stood}
 }
 
 // standFor is how long the cycle of deadlock error err stood before it was
