@@ -23,21 +23,30 @@ var stripes = flag.Int("contention.stripes", 0, "rangelock stripes (0: the defau
 
 var loadTime = flag.Duration("contention.time", 5*time.Second, "how long BenchmarkContendedRanges runs each manager")
 
+var victim = flag.String("contention.victim", "requester", "BenchmarkContendedRanges' victim policy: requester, youngest or fewest-locks")
+
+// warmUp is how long the load runs before steady-commits counts: the
+// first commits come before the queues have filled.
+const warmUp = 5 * time.Second
+
 // BenchmarkContendedRanges: 2,000 transactions each lock 5 random small
 // ranges (1–4 keys) out of 500 keys, Exclusive, with a 2 s lock timeout
-// and a deadlock detector, and retry on deadlock or timeout, for
-// -contention.time. The range manager locks each range as one request;
-// the point manager locks the same keys one by one. It reports commits,
-// deadlocks and timeouts per second; of the timeouts, those of
-// transactions that held nothing yet (first-request-timeouts: no other
-// transaction waits for one unless it is queued behind it), and those of
-// transactions that Status showed on a cycle of waits a moment before
-// (cycleWatch), and of those the ones whose cycles had stood for half a
-// second then: waits in cycles should end by detection, not by timeout;
-// the other timeouts are waits behind long chains of waits. It also
-// reports how long the cycles it broke had stood, from the wait that
-// closed each (the newest of its members' waits, CycleEntry.Since) to its
-// report (DeadlockError.Time): the median and the 99th percentile.
+// and a deadlock detector (victim policy: -contention.victim), and retry
+// on deadlock or timeout, for -contention.time. The range manager locks
+// each range as one request; the point manager locks the same keys one by
+// one. It reports commits, deadlocks and timeouts per second, and the
+// commits after the first warmUp (steady-commits: a victim policy that
+// lets every transaction be chosen again and again can commit nothing once
+// the queues have filled); of the timeouts, those of transactions that
+// held nothing yet (first-request-timeouts: no other transaction waits for
+// one unless it is queued behind it), and those of transactions that
+// Status showed on a cycle of waits a moment before (cycleWatch), and of
+// those the ones whose cycles had stood for half a second then: waits in
+// cycles should end by detection, not by timeout; the other timeouts are
+// waits behind long chains of waits. It also reports how long the cycles
+// it broke had stood, from the wait that closed each (the newest of its
+// members' waits, CycleEntry.Since) to its report (DeadlockError.Time):
+// the median and the 99th percentile.
 func BenchmarkContendedRanges(b *testing.B) {
 	for _, kind := range []string{"point", "range"} {
 		b.Run(kind, func(b *testing.B) {
@@ -47,6 +56,9 @@ func BenchmarkContendedRanges(b *testing.B) {
 			}
 			secs := b.Elapsed().Seconds()
 			b.ReportMetric(float64(sum.commits)/secs, "commits/s")
+			if steady := float64(b.N) * (*loadTime - warmUp).Seconds(); steady > 0 {
+				b.ReportMetric(float64(sum.steadyCommits)/steady, "steady-commits/s")
+			}
 			b.ReportMetric(float64(sum.deadlocks)/secs, "deadlocks/s")
 			b.ReportMetric(float64(sum.timeouts)/secs, "timeouts/s")
 			b.ReportMetric(float64(sum.firstTimeouts)/secs, "first-request-timeouts/s")
@@ -64,6 +76,8 @@ func BenchmarkContendedRanges(b *testing.B) {
 // loadCounts are what one run of the load ended with.
 type loadCounts struct {
 	commits, deadlocks, timeouts int64
+	// steadyCommits are the commits after the first warmUp.
+	steadyCommits int64
 	// firstTimeouts are the timeouts of transactions that held nothing.
 	firstTimeouts int64
 	// cycleTimeouts are the timeouts of transactions on a cycle of waits
@@ -81,6 +95,7 @@ const standing = 500 * time.Millisecond
 
 func (l *loadCounts) add(o loadCounts) {
 	l.commits += o.commits
+	l.steadyCommits += o.steadyCommits
 	l.deadlocks += o.deadlocks
 	l.timeouts += o.timeouts
 	l.firstTimeouts += o.firstTimeouts
@@ -92,7 +107,10 @@ func (l *loadCounts) add(o loadCounts) {
 // contendedRanges runs the load with the given number of clients for d.
 func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) loadCounts {
 	const keys = 500
-	det, err := deadlock.New(deadlock.Options{})
+	v, ok := map[string]deadlock.Victim{"requester": deadlock.VictimRequester, "youngest": deadlock.VictimYoungest,
+		"fewest-locks": deadlock.VictimFewestLocks}[*victim]
+	require.True(tb, ok, "-contention.victim %q: want requester, youngest or fewest-locks", *victim)
+	det, err := deadlock.New(deadlock.Options{Victim: v})
 	require.NoError(tb, err)
 	wait := txnlock.WaitOptions{Detector: det, LockTimeout: 2 * time.Second}
 	var m txnlock.Manager
@@ -107,7 +125,8 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var nextTxn atomic.Uint64
-	var c, dl, to, fto, cto, sto atomic.Int64
+	var c, sc, dl, to, fto, cto, sto atomic.Int64
+	steadyFrom := time.Now().Add(warmUp)
 	var stoodMu sync.Mutex
 	var stood []time.Duration
 	watch, watched := watchCycles(ctx, m, 250*time.Millisecond)
@@ -138,6 +157,9 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 				switch {
 				case err == nil:
 					c.Add(1)
+					if time.Now().After(steadyFrom) {
+						sc.Add(1)
+					}
 				case errors.Is(err, txnlock.ErrDeadlock):
 					dl.Add(1)
 					if d := standFor(err); d >= 0 {
@@ -170,7 +192,7 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 	}
 	require.NoError(tb, m.Close())
 	require.NoError(tb, det.Close())
-	return loadCounts{commits: c.Load(), deadlocks: dl.Load(), timeouts: to.Load(), firstTimeouts: fto.Load(),
+	return loadCounts{commits: c.Load(), steadyCommits: sc.Load(), deadlocks: dl.Load(), timeouts: to.Load(), firstTimeouts: fto.Load(),
 		cycleTimeouts: cto.Load(), standingTimeouts: sto.Load(), stood: stood}
 }
 
