@@ -20,11 +20,17 @@ import (
 // with — is reachable from it through Status's Blockers
 // (txnlock.WaitStatus). The waiters hold nothing, so none skips a request.
 func TestStatusReachesEveryBlocker(t *testing.T) {
+	randomRounds(t, 3, 60, statusReachRound)
+}
+
+// randomRounds runs round n times on one generator of stream stream, from
+// a fresh seed that a failure prints.
+func randomRounds(t *testing.T, stream uint64, n int, round func(*rand.Rand) error) {
 	seed := rand.Uint64()
-	rng := rand.New(rand.NewPCG(seed, 3))
-	for round := range 60 {
-		if err := statusReachRound(rng); err != nil {
-			t.Fatalf("seed %d round %d: %v", seed, round, err)
+	rng := rand.New(rand.NewPCG(seed, stream))
+	for i := range n {
+		if err := round(rng); err != nil {
+			t.Fatalf("seed %d round %d: %v", seed, i, err)
 		}
 	}
 }
@@ -164,13 +170,7 @@ func TestSpanIndex(t *testing.T) {
 // (waitsfor.Skipped) and a point upgrade stands at the front of its key's
 // queue: Status must skip and order as the manager does.
 func TestStatusAsTheManagerDecides(t *testing.T) {
-	seed := rand.Uint64()
-	rng := rand.New(rand.NewPCG(seed, 4))
-	for round := range 200 {
-		if err := statusDecidesRound(rng); err != nil {
-			t.Fatalf("seed %d round %d: %v", seed, round, err)
-		}
-	}
+	randomRounds(t, 4, 200, statusDecidesRound)
 }
 
 func statusDecidesRound(rng *rand.Rand) error {
