@@ -50,20 +50,27 @@
 // reports its wait to the Detector, which asks the manager whom it waits
 // for when a search needs to know (Detector).
 //
-// Waiting is first come, first served, with one exception: a request of a
-// transaction T never waits for a queued request that cannot be granted
-// before T releases something, one that conflicts with a lock T holds or
-// that is blocked by such a request, directly or through a chain of queued
-// requests (waiting for it would be a certain deadlock). T's request is
-// queued ahead of the requests it skips and still waits for every
-// conflicting holder and every other conflicting request ahead. An upgrade
-// from Shared to Exclusive is the common case: it waits only for the other
-// holders. Widening a held range past requests that wait for it is another
-// (rangelock applies the rule to its wide requests; a point request of a
-// range manager skips only as an upgrade). No one starves by the exception:
-// only a holder skips, and the requests it skips were waiting for it
-// anyway. Two Shared holders that both upgrade still deadlock, as they
-// must. The
+// Waiting is first come, first served, with two exceptions, both for a
+// request of a transaction T that holds a lock. First, it never waits for
+// a queued request that cannot be granted before T releases something, one
+// that conflicts with a lock T holds or that is blocked by such a request,
+// directly or through a chain of queued requests (waiting for it would be
+// a certain deadlock). An upgrade from Shared to Exclusive is the common
+// case: it waits only for the other holders. Widening a held range past
+// requests that wait for it is another (rangelock applies the rule to its
+// wide requests; a point request of a range manager skips only as an
+// upgrade). Second, in a range manager, it does not wait for a queued
+// request of a transaction that holds no lock in the column family, but
+// for the requests on its own point key, which keep their order: that
+// request keeps no one waiting but the requests behind it, while T's locks
+// may, so T goes first (InnoDB's contention-aware scheduling favours the
+// transaction others wait for in the same way). T's request is queued
+// ahead of the requests it skips and still waits for every conflicting
+// holder and every other conflicting request ahead. Only a holder skips:
+// the requests of transactions that hold nothing keep their order among
+// themselves, and one that a holder passes waits for it as for any
+// holder, up to its lock-wait timeout. Two Shared holders that both
+// upgrade still deadlock, as they must. The
 // detector may find a cycle and pick a victim; the waiter then sleeps until it
 // is granted, its context ends, its lock-wait timeout fires, or the detector
 // fails it. A waiter that gives up leaves no trace: it is removed from the

@@ -181,3 +181,41 @@ func TestKeptBlockersFailedAhead(t *testing.T) {
 		require.NoError(t, m.UnlockAll(3))
 	})
 }
+
+// TestKeptBlockersIdleAheadGainsALock: a holder's request passes the
+// queued request of a transaction that holds nothing, and waits for it
+// once that transaction holds a lock. T1 holds k; T2, holding nothing,
+// waits for [a, m]; T3, which holds z, waits for [j, l], for T1 alone
+// (the answer kept). T2 then takes y with a second Lock call: T3 waits
+// for T2's request now, and its kept answer must change with it.
+func TestKeptBlockersIdleAheadGainsALock(t *testing.T) {
+	withRangeManager(t, func(m *Manager, _ *deadlock.Detector) {
+		ctx := context.Background()
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Exclusive}))
+		t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "m"), Mode: txnlock.Exclusive})
+		waitUntilWaiting(t, m, 2)
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 3, Range: point("z"), Mode: txnlock.Exclusive}))
+		t3 := asyncLock(m, txnlock.Request{Txn: 3, Range: mustRange(t, "j", "l"), Mode: txnlock.Exclusive})
+		waitUntilWaiting(t, m, 3)
+		require.Equal(t, []txnlock.TxnID{1}, blockersOf(m.Status(), 3), "T3 passes T2's request")
+		require.NoError(t, m.checkInvariants()) // keeps T3's answer: T1
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 2, Range: point("y"), Mode: txnlock.Exclusive}))
+		require.Equal(t, []txnlock.TxnID{2}, blockersOf(m.Status(), 3), "T2 holds a lock: T3 waits for its request")
+		require.NoError(t, m.checkInvariants())
+		require.NoError(t, m.UnlockAll(1))
+		require.NoError(t, <-t2)
+		require.NoError(t, m.UnlockAll(2))
+		require.NoError(t, <-t3)
+		require.NoError(t, m.UnlockAll(3))
+	})
+}
+
+// blockersOf is the Blockers of txn's wait in st, or nil.
+func blockersOf(st txnlock.Status, txn txnlock.TxnID) []txnlock.TxnID {
+	for _, w := range st.Waits {
+		if w.Txn == txn {
+			return w.Blockers
+		}
+	}
+	return nil
+}

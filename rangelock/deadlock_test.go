@@ -151,15 +151,17 @@ func TestDeadlockThroughPointAndRangeLocks(t *testing.T) {
 }
 
 // TestDeadlockThroughQueue: the cycle runs through a queued request, not
-// a holder. T3 holds [d]; T2 waits for [b, d] (for T3); T1, which holds
-// [a], asks for [b] and queues behind T2 (FIFO: T2 does not wait for T1,
-// so T1 does not skip it); T3's request for [a] closes T3 → T1 → T2 → T3.
+// a holder. T3 holds [d]; T2, which holds [x], waits for [b, d] (for T3);
+// T1, which holds [a], asks for [b] and queues behind T2 (FIFO: T2 does
+// not wait for T1, and holds a lock, so T1 does not skip it); T3's
+// request for [a] closes T3 → T1 → T2 → T3.
 func TestDeadlockThroughQueue(t *testing.T) {
 	withRangeManager(t, func(m *Manager, det *deadlock.Detector) {
 		ctx := context.Background()
 
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 3, Range: point("d"), Mode: txnlock.Exclusive}))
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("a"), Mode: txnlock.Exclusive}))
+		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 2, Range: point("x"), Mode: txnlock.Exclusive}))
 		t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "b", "d"), Mode: txnlock.Exclusive})
 		waitUntilWaiting(t, m, 2)
 		t1 := asyncLock(m, txnlock.Request{Txn: 1, Range: point("b"), Mode: txnlock.Exclusive})

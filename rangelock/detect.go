@@ -149,12 +149,14 @@ func (f *family) nearestBlockersLocked(q *request, seq uint64, dst []txnlock.Txn
 }
 
 // nearestBlockersAheadLocked is nearestBlockersLocked, and returns the
-// waiters queued ahead that the answer was made of.
+// waiters queued ahead that the answer was made of: those it lists or
+// passes through, and those it skips because their transactions hold
+// nothing.
 func (f *family) nearestBlockersAheadLocked(q *request, seq uint64, dst []txnlock.TxnID) ([]txnlock.TxnID, []*waiter) {
 	base := len(dst)
-	var ahead []*waiter
+	var ahead, idle []*waiter
 	if !q.upgrade {
-		ahead = f.queuedAheadLocked(q, seq)
+		ahead, idle = f.queuedAheadSkippingLocked(q, seq)
 	}
 	if len(ahead) > 0 {
 		queued := make([]waitsfor.Queued, len(ahead))
@@ -181,5 +183,5 @@ func (f *family) nearestBlockersAheadLocked(q *request, seq uint64, dst []txnloc
 		}
 		return true
 	})
-	return sortUnique(dst, base), ahead
+	return sortUnique(dst, base), append(ahead, idle...)
 }

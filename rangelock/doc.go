@@ -19,8 +19,9 @@
 //
 // The rules of one key (who is granted, who waits, in what order, who is
 // woken) are internal/locktable's, told once in its package doc; the
-// exception to FIFO (a request never waits for a queued request that
-// waits for its transaction) is the root package's. A point key's lock is
+// exceptions to FIFO (a holder's request never waits for a queued request
+// that waits for its transaction, nor for one of a transaction that holds
+// nothing in the family) are the root package's. A point key's lock is
 // a locktable.Lock, as in pointlock. A request goes through four files (a
 // point request through wide.go only when its family has wide activity):
 //
@@ -45,10 +46,11 @@
 // whether a wide lock holds the key Exclusive (xOutside). A wide request
 // waits for the conflicting holders in its range and the conflicting
 // requests queued ahead, less those it skips: a holder that widens its
-// range skips the waiters that wait for it (internal/waitsfor.Skipped); a
-// point request skips the wide waiters that wait for its transaction
-// (the requests on its key keep their order), and as an upgrade the whole
-// queue. So a request queued between two others need not wait for the one
+// range skips the waiters that wait for it, and a holder's request skips
+// the waiters of transactions that hold nothing in the family
+// (internal/waitsfor.Skipped); a point request skips such wide waiters
+// only (the requests on its key keep their order), and as an upgrade the
+// whole queue. So a request queued between two others need not wait for the one
 // ahead of it: whom a waiter waits for counts only the requests that
 // surely do (waitsfor.Queued's MaySkip).
 //

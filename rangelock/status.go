@@ -175,7 +175,7 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 			b := blockers[n:len(blockers):len(blockers)]
 			switch {
 			case len(wideAhead) == 0:
-			case !w.req.Upgrade && (skipAhead || s.skipsWide(heldBy[w.req.Txn], wideAhead)):
+			case !w.req.Upgrade && (skipAhead || s.skipsWide(heldBy[w.req.Txn], wideAhead, heldBy)):
 				b = s.pointExact(w, merged[:len(merged)-1], heldBy, held)
 			default:
 				// The listed requests: the wide ones ahead, and the
@@ -226,7 +226,7 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 			queued = append(queued, s.queued(o, mine, heldBy))
 		}
 		// The requests w skips are not ahead of it (waitsfor.Skipped).
-		skip := waitsfor.Skipped(queued)
+		skip := waitsfor.Skipped(queued, len(mine) > 0)
 		kept, keptQ := overlapping[:0], queued[:0]
 		for k, j := range overlapping {
 			if !skip[k] {
@@ -252,16 +252,17 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 	return out
 }
 
-// skipsWide reports whether one of the wide waiters ahead (indices of
-// s.waiters) waits for a holding of mine, the holdings of a point
-// waiter's transaction: the point waiter may then skip it and those behind
-// it (waitsfor.Skipped), and pointExact finds its list.
-func (s *familySnap) skipsWide(mine []holding, wideAhead []int) bool {
+// skipsWide reports whether a point waiter whose transaction holds mine
+// may skip one of the wide waiters ahead (indices of s.waiters): one that
+// waits for a holding of mine (and then those behind it too), or one of
+// a transaction that holds nothing (waitsfor.Skipped). pointExact then
+// finds its list.
+func (s *familySnap) skipsWide(mine []holding, wideAhead []int, heldBy map[txnlock.TxnID][]holding) bool {
 	if len(mine) == 0 {
 		return false
 	}
 	for _, j := range wideAhead {
-		if heldConflict(mine, s.waiters[j]) {
+		if o := s.waiters[j]; heldConflict(mine, o) || len(heldBy[o.req.Txn]) == 0 {
 			return true
 		}
 	}
@@ -274,6 +275,7 @@ func (s *familySnap) queued(o waitSnap, mine []holding, heldBy map[txnlock.TxnID
 	return waitsfor.Queued{
 		Txn: o.req.Txn, Mode: o.req.Mode, Range: o.r,
 		WaitsForT: heldConflict(mine, o),
+		Idle:      len(heldBy[o.req.Txn]) == 0,
 		MaySkip:   o.req.Upgrade || len(heldBy[o.req.Txn]) > 0,
 	}
 }
@@ -297,7 +299,7 @@ func (s *familySnap) pointExact(w waitSnap, ahead []int, heldBy map[txnlock.TxnI
 			queued = append(queued, s.queued(o, mine, heldBy))
 		}
 	}
-	skip := waitsfor.Skipped(queued)
+	skip := waitsfor.Skipped(queued, len(mine) > 0)
 	keptIdx, keptQ := idx[:0], queued[:0]
 	for k, j := range idx {
 		if !skip[k] || s.waiters[j].point {

@@ -284,16 +284,25 @@ func (f *family) conflictAheadLocked(q *request, seq uint64) bool {
 
 // queuedAheadLocked returns the waiters that aheadLocked visits (active,
 // of other transactions, overlapping q, queued ahead of seq), in queue
-// order, less those that q skips: a request never waits for a queued
-// request that cannot be granted before its transaction releases
-// something (waitsfor.Skipped; among the waiters that overlap it: widening
-// a held lock past queued requests that wait for it, or a holder's point
-// request under a wide waiter that waits for it). A point request skips
-// wide waiters only; the requests on its key keep their order in its
-// Lock's queue (so it may still wait in a cycle, which the detector
-// breaks). An upgrade skips the whole queue by its flag. q's lock(s) are held; for a point request that
-// meets a wide waiter, every latch (its family is fused).
+// order, less those that q skips (waitsfor.Skipped). A request of a
+// transaction that holds a lock in f skips the queued requests that
+// cannot be granted before it releases something (widening a held lock
+// past queued requests that wait for it, or a holder's point request under
+// a wide waiter that waits for it), and the requests of transactions that
+// hold nothing in f. A point request skips wide waiters only; the requests
+// on its key keep their order in its Lock's queue (so it may still wait in
+// a cycle, which the detector breaks). An upgrade skips the whole queue by
+// its flag. q's lock(s) are held; for a point request that meets a wide
+// waiter, every latch (its family is fused).
 func (f *family) queuedAheadLocked(q *request, seq uint64) []*waiter {
+	ws, _ := f.queuedAheadSkippingLocked(q, seq)
+	return ws
+}
+
+// queuedAheadSkippingLocked is queuedAheadLocked, and also returns the
+// waiters of transactions holding nothing that q skips: q's answer
+// changes if one of them comes to hold something (blkcache.go).
+func (f *family) queuedAheadSkippingLocked(q *request, seq uint64) (kept, idle []*waiter) {
 	var ws []*waiter
 	conflict := false
 	f.aheadLocked(q, seq, func(w *waiter) bool {
@@ -303,29 +312,35 @@ func (f *family) queuedAheadLocked(q *request, seq uint64) []*waiter {
 	})
 	slices.SortFunc(ws, queueOrder)
 	if !conflict || (q.point() && f.wide.Len() == 0) {
-		return ws
+		return ws, nil
 	}
 	mine := f.txnHoldingsLocked(q.txn)
+	if len(mine) == 0 {
+		return ws, nil // a transaction that holds nothing skips nothing
+	}
 	queued := make([]waitsfor.Queued, len(ws))
 	any := false
 	for i, w := range ws {
-		waitsForT := w.conflictsWithAny(mine)
-		queued[i] = waitsfor.Queued{Txn: w.txn, Mode: w.mode, Range: w.r, WaitsForT: waitsForT}
-		any = any || waitsForT
+		queued[i] = waitsfor.Queued{Txn: w.txn, Mode: w.mode, Range: w.r,
+			WaitsForT: w.conflictsWithAny(mine), Idle: !f.holdsAnyLocked(w.txn)}
+		any = any || queued[i].WaitsForT || queued[i].Idle
 	}
 	if !any {
-		return ws
+		return ws, nil
 	}
-	skip := waitsfor.Skipped(queued)
-	kept := ws[:0]
+	skip := waitsfor.Skipped(queued, true)
+	kept = ws[:0]
 	for i, w := range ws {
-		// A point request skips wide waiters only: the requests on its
-		// key stay ahead of it, in its Lock's queue order.
-		if !skip[i] || (q.point() && w.point()) {
+		switch {
+		case !skip[i] || (q.point() && w.point()):
+			// A point request skips wide waiters only: the requests on
+			// its key stay ahead of it, in its Lock's queue order.
 			kept = append(kept, w)
+		case queued[i].Idle:
+			idle = append(idle, w)
 		}
 	}
-	return kept
+	return kept, idle
 }
 
 // txnHoldingsLocked returns what txn holds in f: its wide ranges and its

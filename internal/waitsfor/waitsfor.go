@@ -223,33 +223,51 @@ type Queued struct {
 	Range txnlock.Range
 	// WaitsForT reports that it conflicts with a lock T holds.
 	WaitsForT bool
+	// Idle reports that its transaction holds no lock: it keeps nobody
+	// waiting but those queued behind it, and a request of a transaction
+	// that holds one passes it (Skipped).
+	Idle bool
 	// MaySkip reports that the request may not wait for every request
 	// ahead of it that it conflicts with: its transaction holds a lock,
-	// so it skips the requests that wait for that (Skipped), or it is an
-	// upgrade, which waits for no queued request. Spread does not take
-	// it to reach the requests ahead of it.
+	// so it skips the requests that wait for that and those of idle
+	// transactions (Skipped), or it is an upgrade, which waits for no
+	// queued request. Spread does not take it to reach the requests ahead
+	// of it.
 	MaySkip bool
 }
 
 // Skipped reports which of ahead (the requests queued ahead of a request
 // of T that overlap it or lead to one that does, in queue order) T's
-// request skips: a request of T never waits for a queued request that
-// cannot be granted before T releases something, since that would be a
-// certain deadlock. Those are the requests that conflict with a lock T
-// holds, and the requests blocked by such a request, directly or through
-// a chain of queued requests (an earlier, overlapping, incompatible request
-// of another transaction). T still waits for every conflicting holder and
-// every other conflicting request ahead, and its request is queued ahead
-// of the requests it skips. No one starves: only a holder skips, and the
-// requests it skips were waiting for it anyway. An upgrade, a holder's
-// Exclusive request on what it holds Shared, skips the whole queue by this
-// rule (every queued request conflicts with its Shared lock or is behind
-// one that does).
+// request skips; holder says whether T holds a lock. Two rules, both for
+// a holder's request only:
+//
+//   - It never waits for a queued request that cannot be granted before T
+//     releases something, since that would be a certain deadlock: the
+//     requests that conflict with a lock T holds, and the requests blocked
+//     by such a request, directly or through a chain of queued requests
+//     (an earlier, overlapping, incompatible request of another
+//     transaction). An upgrade, a holder's Exclusive request on what it
+//     holds Shared, skips the whole queue by this rule (every queued
+//     request conflicts with its Shared lock or is behind one that does).
+//   - It does not wait for a queued request of an idle transaction (one
+//     that holds no lock, Queued.Idle): that request keeps no one waiting,
+//     while T's locks may, so T goes first, as InnoDB's contention-aware
+//     scheduling grants first to the transaction others wait for. The
+//     requests behind an idle one are not skipped for it: a holder's
+//     request among them passes it too.
+//
+// T still waits for every conflicting holder and every other conflicting
+// request ahead, and its request is queued ahead of the requests it
+// skips. Only a holder's request passes another: requests of idle
+// transactions keep their order among themselves.
 //
 // It costs O(len(ahead)) for point requests, plus the pairs of a wide
 // request with the skipped requests ahead of it.
-func Skipped(ahead []Queued) []bool {
+func Skipped(ahead []Queued, holder bool) []bool {
 	skip := make([]bool, len(ahead))
+	if !holder {
+		return skip
+	}
 	var keys map[string]*keyState
 	var wide, points []int // skipped wide and point requests so far
 	blocks := func(p, c Queued) bool {
@@ -278,6 +296,7 @@ func Skipped(ahead []Queued) []bool {
 			}
 		}
 		if !s {
+			skip[i] = c.Idle
 			continue
 		}
 		skip[i] = true

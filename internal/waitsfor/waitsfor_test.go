@@ -180,9 +180,10 @@ func TestSkipped(t *testing.T) {
 	k, m := txnlock.Point([]byte("k")), txnlock.Point([]byte("m"))
 	km, _ := txnlock.RangeFromBounds(k.Start(), m.End())
 	for _, tc := range []struct {
-		name  string
-		ahead []Queued
-		want  []bool
+		name   string
+		ahead  []Queued
+		holder bool
+		want   []bool
 	}{{
 		name: "a request waiting for T, and the requests behind it on its key",
 		// T2 X on k waits for T's Shared k; T3 S behind it; T4 S on m is
@@ -202,15 +203,31 @@ func TestSkipped(t *testing.T) {
 		name:  "a transaction is not blocked by its own request",
 		ahead: []Queued{{Txn: 2, Mode: X, Range: k, WaitsForT: true}, {Txn: 2, Mode: X, Range: k}, {Txn: 3, Mode: S, Range: km}},
 		want:  []bool{true, false, true},
+	}, {
+		name: "a holder passes the requests of idle transactions, not those behind them",
+		// T2 (idle) X on k; T3 (a holder) S on k behind it, and T4 (idle)
+		// X on m; T's request skips T2 and T4, and waits for T3.
+		ahead:  []Queued{{Txn: 2, Mode: X, Range: k, Idle: true}, {Txn: 3, Mode: S, Range: k}, {Txn: 4, Mode: X, Range: m, Idle: true}},
+		holder: true,
+		want:   []bool{true, false, true},
+	}, {
+		name:  "a transaction that holds nothing skips nothing",
+		ahead: []Queued{{Txn: 2, Mode: X, Range: k, Idle: true}, {Txn: 3, Mode: S, Range: km, Idle: true}},
+		want:  []bool{false, false},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			require.Equal(t, tc.want, Skipped(tc.ahead))
+			holder := tc.holder
+			for _, q := range tc.ahead {
+				holder = holder || q.WaitsForT // T holds what they wait for
+			}
+			require.Equal(t, tc.want, Skipped(tc.ahead, holder))
 		})
 	}
 }
 
 // TestSkippedModel compares Skipped with its definition, pair by pair, on
-// random queues of points and ranges over a few keys.
+// random queues of points and ranges over a few keys, for a holder's
+// request and for an idle transaction's.
 func TestSkippedModel(t *testing.T) {
 	seed := rand.Uint64()
 	rng := rand.New(rand.NewPCG(seed, 1))
@@ -224,17 +241,22 @@ func TestSkippedModel(t *testing.T) {
 				hi := lo + rng.IntN(len(keys)-lo)
 				r, _ = txnlock.RangeFromBounds(r.Start(), txnlock.Point([]byte(keys[hi])).End())
 			}
-			ahead[i] = Queued{Txn: txnlock.TxnID(2 + rng.IntN(5)), Mode: []txnlock.Mode{S, X}[rng.IntN(2)], Range: r, WaitsForT: rng.IntN(5) == 0}
+			ahead[i] = Queued{Txn: txnlock.TxnID(2 + rng.IntN(5)), Mode: []txnlock.Mode{S, X}[rng.IntN(2)], Range: r,
+				WaitsForT: rng.IntN(5) == 0, Idle: rng.IntN(4) == 0}
 		}
+		holder := rng.IntN(4) > 0
+		// blocked: cannot be granted before T releases something.
+		blocked := make([]bool, len(ahead))
 		want := make([]bool, len(ahead))
 		for i, c := range ahead {
-			want[i] = c.WaitsForT
+			blocked[i] = holder && c.WaitsForT
 			for j := range i {
 				p := ahead[j]
-				want[i] = want[i] || (want[j] && p.Txn != c.Txn && !p.Mode.Compatible(c.Mode) && p.Range.Overlaps(c.Range))
+				blocked[i] = blocked[i] || (blocked[j] && p.Txn != c.Txn && !p.Mode.Compatible(c.Mode) && p.Range.Overlaps(c.Range))
 			}
+			want[i] = blocked[i] || (holder && c.Idle)
 		}
-		if got := Skipped(ahead); !slices.Equal(want, got) {
+		if got := Skipped(ahead, holder); !slices.Equal(want, got) {
 			t.Fatalf("seed %d round %d: %v: got %v, want %v", seed, round, ahead, got, want)
 		}
 	}
