@@ -33,23 +33,21 @@ import (
 //     it by seq);
 //   - a grant or release to a transaction while the family is fused
 //     stamps the transaction (stampLocked): its waiters' answers depend on
-//     what it holds (a request of a holder does not wait for queued
-//     requests that wait for its transaction, nor for those of
-//     transactions that hold nothing, waitsfor.Skipped);
+//     what it holds (a request does not wait for queued requests that
+//     wait for its transaction, waitsfor.Skipped);
 //   - escalation bumps the family's epoch, which every answer compares.
 //     Stamps are kept only while the family is fused: striped, it has no
 //     wide waiter, and no point waiter skips anything.
 //
 // A waiter's answer depends on nothing else: the requests queued ahead of
 // it and whether their transactions hold anything (one that does may skip
-// requests ahead of it; one that does not is skipped by a holder's), the
-// holders that overlap it, its transaction's holdings, and its own
-// request. But a waiter ahead that failed (timeout, cancel, victim) stops
-// counting at once, before its goroutine takes the latch to leave (which
-// under load can be long): so a kept answer also keeps the waiters ahead
-// it was made of (those it skipped for holding nothing among them), and
-// their transactions' stamps, and holds only while they are all active
-// and their stamps unchanged.
+// requests ahead of it), the holders that overlap it, its transaction's
+// holdings, and its own request (whether the requests were idle when
+// they queued never changes). But a waiter ahead that failed (timeout,
+// cancel, victim) stops counting at once, before its goroutine takes the
+// latch to leave (which under load can be long): so a kept answer also
+// keeps the waiters ahead it was made of, and their transactions' stamps,
+// and holds only while they are all active and their stamps unchanged.
 
 // blkCache is a waiter's kept answer, guarded like the waiter's queue.
 type blkCache struct {
@@ -57,8 +55,7 @@ type blkCache struct {
 	ahead []*waiter // the waiters queued ahead it was made of
 	// aheadStamps are their transactions' stamps then: whether one of
 	// them holds anything decides whether it may skip (waitsfor.Queued's
-	// MaySkip) and whether a holder's request skips it (Idle), which the
-	// answer depends on.
+	// MaySkip), which the answer depends on.
 	aheadStamps []uint64
 	ok          bool   // ids is an answer (a wide waiter: and nothing marked it since)
 	lockV       uint64 // a point waiter: its Lock's version then

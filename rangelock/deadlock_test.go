@@ -256,3 +256,36 @@ func TestDeadlockBehindASkippingRequest(t *testing.T) {
 		require.NoError(t, m.UnlockAll(4))
 	})
 }
+
+// TestDeadlockAfterTheRequestAheadGoesIdle: whether a request passes
+// one queued ahead of it is settled when they queue, so a transaction
+// that lets go of its locks while its own request waits changes no one's
+// wait behind that request, and the detector's answers stay the waits the
+// manager grants by. T1 holds [x] and waits for [a, c] (for T3, which
+// holds [b]); T2 holds [y] and waits for [c, d], behind T1's request,
+// which it does not pass: T1 held a lock when it queued. T1 unlocks [x]
+// (a second call while its request waits): T2 still waits for T1's
+// request, and T3's request for [y] closes T3 → T2 → T1 → T3.
+func TestDeadlockAfterTheRequestAheadGoesIdle(t *testing.T) {
+	withRangeManager(t, func(m *Manager, det *deadlock.Detector) {
+		ctx := context.Background()
+		for txn, k := range map[txnlock.TxnID]string{1: "x", 2: "y", 3: "b"} {
+			require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: txn, Range: point(k), Mode: txnlock.Exclusive}))
+		}
+		t1 := asyncLock(m, txnlock.Request{Txn: 1, Range: mustRange(t, "a", "c"), Mode: txnlock.Exclusive})
+		waitUntilWaiting(t, m, 1)
+		t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "c", "d"), Mode: txnlock.Exclusive})
+		waitUntilWaiting(t, m, 2)
+		require.Equal(t, []txnlock.TxnID{1}, blockersOf(m.Status(), 2))
+		require.NoError(t, m.Unlock(1, 0, point("x")))
+		require.Equal(t, []txnlock.TxnID{1}, blockersOf(m.Status(), 2), "T1's request queued as a holder's")
+		waitUntilReported(t, det, 2)
+		err := m.Lock(ctx, txnlock.Request{Txn: 3, Range: point("y"), Mode: txnlock.Exclusive})
+		requireDeadlock(t, err, 1, 2, 3)
+		require.NoError(t, m.UnlockAll(3))
+		require.NoError(t, <-t1)
+		require.NoError(t, m.UnlockAll(1))
+		require.NoError(t, <-t2)
+		require.NoError(t, m.UnlockAll(2))
+	})
+}

@@ -149,19 +149,17 @@ func (f *family) nearestBlockersLocked(q *request, seq uint64, dst []txnlock.Txn
 }
 
 // nearestBlockersAheadLocked is nearestBlockersLocked, and returns the
-// waiters queued ahead that the answer was made of: those it lists or
-// passes through, and those it skips because their transactions hold
-// nothing.
+// waiters queued ahead that the answer was made of.
 func (f *family) nearestBlockersAheadLocked(q *request, seq uint64, dst []txnlock.TxnID) ([]txnlock.TxnID, []*waiter) {
 	base := len(dst)
-	var ahead, idle []*waiter
+	var ahead []*waiter
 	if !q.upgrade {
-		ahead, idle = f.queuedAheadSkippingLocked(q, seq)
+		ahead = f.queuedAheadLocked(q, seq)
 	}
 	if len(ahead) > 0 {
 		queued := make([]waitsfor.Queued, len(ahead))
 		for i, w := range ahead {
-			queued[i] = waitsfor.Queued{Txn: w.txn, Mode: w.mode, Range: w.r, MaySkip: w.upgrade || f.holdsAnyLocked(w.txn)}
+			queued[i] = waitsfor.Queued{Txn: w.txn, Mode: w.mode, Range: w.r, MaySkip: w.upgrade || w.holder || f.holdsAnyLocked(w.txn)}
 		}
 		dst = waitsfor.Spread(dst, queued, q.txn, q.mode)
 	}
@@ -183,5 +181,5 @@ func (f *family) nearestBlockersAheadLocked(q *request, seq uint64, dst []txnloc
 		}
 		return true
 	})
-	return sortUnique(dst, base), append(ahead, idle...)
+	return sortUnique(dst, base), ahead
 }

@@ -127,6 +127,14 @@ type request struct {
 	// upgrade: the transaction holds all of r Shared and asks for
 	// Exclusive; it waits for the other holders only, not for the queue.
 	upgrade bool
+	// idle and holder: a queued request's transaction held no lock, or
+	// some, in the family when the request queued (enqueueLocked), so
+	// that a holder's request passes an idle one (waitsfor.Skipped), now
+	// and at every re-check, whatever either transaction takes or lets go
+	// of meanwhile. Both are false for a point request queued while the
+	// family had no wide activity: no wide request is ahead of it, and
+	// none passes it.
+	idle, holder bool
 	// tp is the transaction's Holds in the stripe of a point request.
 	tp *locktable.Holds
 }
@@ -354,6 +362,10 @@ func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 	w.lw.Upgrade = q.upgrade
 	w.lw.Ext = w
 	w.seq = f.seq.Add(1)
+	if !w.point() || f.fused.Load() { // every latch is held
+		w.holder = f.holdsAnyLocked(w.txn)
+		w.idle = !w.holder
+	}
 	if w.point() {
 		w.key, _ = w.r.PointKey()
 		s := &f.stripes[w.stripe]

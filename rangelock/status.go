@@ -58,6 +58,8 @@ type waitSnap struct {
 	point bool // r is one key, queued on its key
 	since time.Time
 	seq   uint64
+	// idle, holder: the waiter's request.idle and request.holder.
+	idle, holder bool
 }
 
 // copyLocked copies f's locks and active waiters. Every stripe is held.
@@ -84,7 +86,7 @@ func (s *familySnap) copyLocked(f *family) {
 			// w.r is the waiter's own copy, never changed.
 			s.waiters = append(s.waiters, waitSnap{
 				req: waitsfor.Request{Txn: w.txn, Mode: w.mode, Upgrade: w.upgrade},
-				r:   w.r, point: w.point(), since: w.lw.Since, seq: w.seq,
+				r:   w.r, point: w.point(), since: w.lw.Since, seq: w.seq, idle: w.idle, holder: w.holder,
 			})
 		}
 	})
@@ -163,7 +165,7 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 			for ; !s.waiters[i].req.Upgrade && wi < len(wide) && wide[wi] < i; wi++ {
 				if o := s.waiters[wide[wi]]; o.r.Overlaps(key) {
 					sc.Push(o.req)
-					skipAhead = skipAhead || (len(merged) > 0 && len(heldBy[o.req.Txn]) > 0)
+					skipAhead = skipAhead || (len(merged) > 0 && (o.holder || len(heldBy[o.req.Txn]) > 0))
 					wideAhead = append(wideAhead, wide[wi])
 					merged = append(merged, wide[wi])
 				}
@@ -175,7 +177,7 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 			b := blockers[n:len(blockers):len(blockers)]
 			switch {
 			case len(wideAhead) == 0:
-			case !w.req.Upgrade && (skipAhead || s.skipsWide(heldBy[w.req.Txn], wideAhead, heldBy)):
+			case !w.req.Upgrade && (skipAhead || s.skipsWide(w, heldBy[w.req.Txn], wideAhead)):
 				b = s.pointExact(w, merged[:len(merged)-1], heldBy, held)
 			default:
 				// The listed requests: the wide ones ahead, and the
@@ -200,7 +202,7 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 			if pointAt != nil {
 				pointAt[w.req.Txn] = i
 			}
-			skipAhead = skipAhead || (len(merged) > 1 && (w.req.Upgrade || len(heldBy[w.req.Txn]) > 0))
+			skipAhead = skipAhead || (len(merged) > 1 && (w.req.Upgrade || w.holder || len(heldBy[w.req.Txn]) > 0))
 		}
 		ahead = sc.Ahead()
 	}
@@ -226,7 +228,7 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 			queued = append(queued, s.queued(o, mine, heldBy))
 		}
 		// The requests w skips are not ahead of it (waitsfor.Skipped).
-		skip := waitsfor.Skipped(queued, len(mine) > 0)
+		skip := waitsfor.Skipped(queued, w.holder)
 		kept, keptQ := overlapping[:0], queued[:0]
 		for k, j := range overlapping {
 			if !skip[k] {
@@ -252,17 +254,14 @@ func (s *familySnap) waits(cf txnlock.ColumnFamily) []txnlock.WaitStatus {
 	return out
 }
 
-// skipsWide reports whether a point waiter whose transaction holds mine
+// skipsWide reports whether point waiter w, whose transaction holds mine,
 // may skip one of the wide waiters ahead (indices of s.waiters): one that
-// waits for a holding of mine (and then those behind it too), or one of
-// a transaction that holds nothing (waitsfor.Skipped). pointExact then
+// waits for a holding of mine (and then those behind it too), or, if w is
+// a holder's request, an idle one (waitsfor.Skipped). pointExact then
 // finds its list.
-func (s *familySnap) skipsWide(mine []holding, wideAhead []int, heldBy map[txnlock.TxnID][]holding) bool {
-	if len(mine) == 0 {
-		return false
-	}
+func (s *familySnap) skipsWide(w waitSnap, mine []holding, wideAhead []int) bool {
 	for _, j := range wideAhead {
-		if o := s.waiters[j]; heldConflict(mine, o) || len(heldBy[o.req.Txn]) == 0 {
+		if o := s.waiters[j]; heldConflict(mine, o) || (w.holder && o.idle) {
 			return true
 		}
 	}
@@ -275,8 +274,8 @@ func (s *familySnap) queued(o waitSnap, mine []holding, heldBy map[txnlock.TxnID
 	return waitsfor.Queued{
 		Txn: o.req.Txn, Mode: o.req.Mode, Range: o.r,
 		WaitsForT: heldConflict(mine, o),
-		Idle:      len(heldBy[o.req.Txn]) == 0,
-		MaySkip:   o.req.Upgrade || len(heldBy[o.req.Txn]) > 0,
+		Idle:      o.idle,
+		MaySkip:   o.req.Upgrade || o.holder || len(heldBy[o.req.Txn]) > 0,
 	}
 }
 
@@ -299,7 +298,7 @@ func (s *familySnap) pointExact(w waitSnap, ahead []int, heldBy map[txnlock.TxnI
 			queued = append(queued, s.queued(o, mine, heldBy))
 		}
 	}
-	skip := waitsfor.Skipped(queued, len(mine) > 0)
+	skip := waitsfor.Skipped(queued, w.holder)
 	keptIdx, keptQ := idx[:0], queued[:0]
 	for k, j := range idx {
 		if !skip[k] || s.waiters[j].point {

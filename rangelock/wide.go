@@ -284,25 +284,18 @@ func (f *family) conflictAheadLocked(q *request, seq uint64) bool {
 
 // queuedAheadLocked returns the waiters that aheadLocked visits (active,
 // of other transactions, overlapping q, queued ahead of seq), in queue
-// order, less those that q skips (waitsfor.Skipped). A request of a
-// transaction that holds a lock in f skips the queued requests that
-// cannot be granted before it releases something (widening a held lock
-// past queued requests that wait for it, or a holder's point request under
-// a wide waiter that waits for it), and the requests of transactions that
-// hold nothing in f. A point request skips wide waiters only; the requests
-// on its key keep their order in its Lock's queue (so it may still wait in
-// a cycle, which the detector breaks). An upgrade skips the whole queue by
-// its flag. q's lock(s) are held; for a point request that meets a wide
-// waiter, every latch (its family is fused).
+// order, less those that q skips (waitsfor.Skipped): the queued requests
+// that cannot be granted before q's transaction releases something
+// (widening a held lock past queued requests that wait for it, or a
+// holder's point request under a wide waiter that waits for it), and, if
+// q's transaction holds a lock in f (held one when q queued), the requests
+// of transactions that held none when they queued (request.idle). A point
+// request skips wide waiters only; the requests on its key keep their
+// order in its Lock's queue (so it may still wait in a cycle, which the
+// detector breaks). An upgrade skips the whole queue by its flag. q's
+// lock(s) are held; for a point request that meets a wide waiter, every
+// latch (its family is fused).
 func (f *family) queuedAheadLocked(q *request, seq uint64) []*waiter {
-	ws, _ := f.queuedAheadSkippingLocked(q, seq)
-	return ws
-}
-
-// queuedAheadSkippingLocked is queuedAheadLocked, and also returns the
-// waiters of transactions holding nothing that q skips: q's answer
-// changes if one of them comes to hold something (blkcache.go).
-func (f *family) queuedAheadSkippingLocked(q *request, seq uint64) (kept, idle []*waiter) {
 	var ws []*waiter
 	conflict := false
 	f.aheadLocked(q, seq, func(w *waiter) bool {
@@ -312,35 +305,32 @@ func (f *family) queuedAheadSkippingLocked(q *request, seq uint64) (kept, idle [
 	})
 	slices.SortFunc(ws, queueOrder)
 	if !conflict || (q.point() && f.wide.Len() == 0) {
-		return ws, nil
+		return ws
 	}
 	mine := f.txnHoldingsLocked(q.txn)
-	if len(mine) == 0 {
-		return ws, nil // a transaction that holds nothing skips nothing
+	holder := len(mine) > 0 // a new request: what its transaction holds now
+	if seq != newRequest {
+		holder = q.holder
 	}
 	queued := make([]waitsfor.Queued, len(ws))
 	any := false
 	for i, w := range ws {
-		queued[i] = waitsfor.Queued{Txn: w.txn, Mode: w.mode, Range: w.r,
-			WaitsForT: w.conflictsWithAny(mine), Idle: !f.holdsAnyLocked(w.txn)}
-		any = any || queued[i].WaitsForT || queued[i].Idle
+		queued[i] = waitsfor.Queued{Txn: w.txn, Mode: w.mode, Range: w.r, WaitsForT: w.conflictsWithAny(mine), Idle: w.idle}
+		any = any || queued[i].WaitsForT || (holder && queued[i].Idle)
 	}
 	if !any {
-		return ws, nil
+		return ws
 	}
-	skip := waitsfor.Skipped(queued, true)
-	kept = ws[:0]
+	skip := waitsfor.Skipped(queued, holder)
+	kept := ws[:0]
 	for i, w := range ws {
-		switch {
-		case !skip[i] || (q.point() && w.point()):
-			// A point request skips wide waiters only: the requests on
-			// its key stay ahead of it, in its Lock's queue order.
+		// A point request skips wide waiters only: the requests on its
+		// key stay ahead of it, in its Lock's queue order.
+		if !skip[i] || (q.point() && w.point()) {
 			kept = append(kept, w)
-		case queued[i].Idle:
-			idle = append(idle, w)
 		}
 	}
-	return kept, idle
+	return kept
 }
 
 // txnHoldingsLocked returns what txn holds in f: its wide ranges and its

@@ -223,23 +223,26 @@ type Queued struct {
 	Range txnlock.Range
 	// WaitsForT reports that it conflicts with a lock T holds.
 	WaitsForT bool
-	// Idle reports that its transaction holds no lock: it keeps nobody
-	// waiting but those queued behind it, and a request of a transaction
-	// that holds one passes it (Skipped).
+	// Idle reports that its transaction held no lock when it queued: it
+	// keeps nobody waiting but those queued behind it, and a request of
+	// a transaction that holds one passes it (Skipped). Both sides are
+	// settled when the requests queue, so that what a transaction takes
+	// or lets go of while its request waits changes no one's wait.
 	Idle bool
 	// MaySkip reports that the request may not wait for every request
-	// ahead of it that it conflicts with: its transaction holds a lock,
-	// so it skips the requests that wait for that and those of idle
-	// transactions (Skipped), or it is an upgrade, which waits for no
-	// queued request. Spread does not take it to reach the requests ahead
-	// of it.
+	// ahead of it that it conflicts with: its transaction holds a lock
+	// (or held one when it queued), so it skips the requests that wait
+	// for that and those of idle transactions (Skipped), or it is an
+	// upgrade, which waits for no queued request. Spread does not take it
+	// to reach the requests ahead of it.
 	MaySkip bool
 }
 
 // Skipped reports which of ahead (the requests queued ahead of a request
 // of T that overlap it or lead to one that does, in queue order) T's
-// request skips; holder says whether T holds a lock. Two rules, both for
-// a holder's request only:
+// request skips. Two rules, both for a holder's request only (the first
+// needs WaitsForT, which only a holder's locks make true; holder says
+// whether the second applies: T held a lock when its request queued):
 //
 //   - It never waits for a queued request that cannot be granted before T
 //     releases something, since that would be a certain deadlock: the
@@ -265,9 +268,6 @@ type Queued struct {
 // request with the skipped requests ahead of it.
 func Skipped(ahead []Queued, holder bool) []bool {
 	skip := make([]bool, len(ahead))
-	if !holder {
-		return skip
-	}
 	var keys map[string]*keyState
 	var wide, points []int // skipped wide and point requests so far
 	blocks := func(p, c Queued) bool {
@@ -296,7 +296,7 @@ func Skipped(ahead []Queued, holder bool) []bool {
 			}
 		}
 		if !s {
-			skip[i] = c.Idle
+			skip[i] = holder && c.Idle
 			continue
 		}
 		skip[i] = true

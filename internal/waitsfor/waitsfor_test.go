@@ -249,7 +249,7 @@ func TestSkippedModel(t *testing.T) {
 		blocked := make([]bool, len(ahead))
 		want := make([]bool, len(ahead))
 		for i, c := range ahead {
-			blocked[i] = holder && c.WaitsForT
+			blocked[i] = c.WaitsForT
 			for j := range i {
 				p := ahead[j]
 				blocked[i] = blocked[i] || (blocked[j] && p.Txn != c.Txn && !p.Mode.Compatible(c.Mode) && p.Range.Overlaps(c.Range))
