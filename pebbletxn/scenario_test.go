@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/deadlock"
+	"github.com/txnlock/txnlock/internal/lockwait"
 )
 
 // TestScenarios runs the testdata scripts. Commands:
@@ -28,18 +30,22 @@ import (
 //	requests t1                     LockRequests
 //	status                          the manager's Status
 //
-// A call that blocks prints "t2: waiting for [t1]" (seen in the manager's
-// Status, never by sleeping); its result prints after the command that
+// A call that blocks prints "t2: waiting for [t1]" once its waiter is
+// about to sleep, its wait reported to the detector and checked (a request
+// that closes a cycle fails before that), and the manager's Status shows
+// it, never by sleeping; its result prints after the command that
 // unblocks it.
 func TestScenarios(t *testing.T) {
 	entries, err := os.ReadDir("testdata")
 	require.NoError(t, err)
+	var parked parkedWaits
+	defer lockwait.SetTestingParked(parked.see)()
 	for _, e := range entries {
 		if e.IsDir() { // testdata/fuzz: FuzzTxnModel's corpus
 			continue
 		}
 		t.Run(e.Name(), func(t *testing.T) {
-			s := &scenario{t: t}
+			s := &scenario{t: t, parked: &parked}
 			defer s.close()
 			datadriven.RunTest(t, filepath.Join("testdata", e.Name()), func(t *testing.T, d *datadriven.TestData) string {
 				return s.run(d)
@@ -54,8 +60,41 @@ type pendingOp struct {
 	done chan string
 }
 
+// parkedWaits counts, per transaction, the waiters asleep in Wait
+// whose waits had not ended when they were about to sleep.
+type parkedWaits struct {
+	mu sync.Mutex // guards the fields below
+	// asleep are the waiters seen about to sleep while still waiting.
+	asleep map[*lockwait.Waiter]txnlock.TxnID
+	n      map[txnlock.TxnID]int
+}
+
+func (p *parkedWaits) see(w *lockwait.Waiter, sleeps bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.asleep == nil {
+		p.asleep, p.n = map[*lockwait.Waiter]txnlock.TxnID{}, map[txnlock.TxnID]int{}
+	}
+	switch txn, ok := p.asleep[w]; {
+	case sleeps && w.Active():
+		p.asleep[w] = w.Txn()
+		p.n[w.Txn()]++
+	case !sleeps && ok:
+		delete(p.asleep, w)
+		p.n[txn]--
+	}
+}
+
+// waiting reports whether a waiter of txn is asleep in Wait.
+func (p *parkedWaits) waiting(txn txnlock.TxnID) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n[txn] > 0
+}
+
 type scenario struct {
 	t       *testing.T
+	parked  *parkedWaits
 	e       *testEnv
 	det     *deadlock.Detector
 	txns    map[string]*Txn
@@ -210,6 +249,10 @@ func (s *scenario) settle(p *pendingOp) string {
 		case r := <-p.done:
 			return r
 		default:
+		}
+		if !s.parked.waiting(id) {
+			time.Sleep(100 * time.Microsecond)
+			continue
 		}
 		for _, w := range s.e.mgr.Status().Waits {
 			if w.Txn == id {
