@@ -60,17 +60,20 @@
 // requests that wait for it is another (rangelock applies the rule to its
 // wide requests; a point request of a range manager skips only as an
 // upgrade). Second, in a range manager, it does not wait for a queued
-// request of a transaction that holds no lock in the column family, but
-// for the requests on its own point key, which keep their order: that
-// request keeps no one waiting but the requests behind it, while T's locks
-// may, so T goes first (InnoDB's contention-aware scheduling favours the
-// transaction others wait for in the same way). T's request is queued
-// ahead of the requests it skips and still waits for every conflicting
-// holder and every other conflicting request ahead. Only a holder skips:
-// the requests of transactions that hold nothing keep their order among
-// themselves, and one that a holder passes waits for it as for any
-// holder, up to its lock-wait timeout. Two Shared holders that both
-// upgrade still deadlock, as they must. The
+// request whose transaction held no lock in the column family when the
+// request queued, but for the requests on its own point key, which keep
+// their order: that request keeps no one waiting but the requests behind
+// it, while T's locks may, so T goes first (InnoDB's contention-aware
+// scheduling favours the transaction others wait for in the same way).
+// Whether the second exception applies is settled when the two requests
+// queue: what a transaction takes or lets go of while its request waits
+// changes no one's wait. T's request is queued ahead of the requests it
+// skips and still waits for every conflicting holder and every other
+// conflicting request ahead. Only a holder skips: the requests of
+// transactions that hold nothing keep their order among themselves, and
+// one that a holder passes waits for it as for any holder, up to its
+// lock-wait timeout. Two Shared holders that both upgrade still deadlock,
+// as they must. The
 // detector may find a cycle and pick a victim; the waiter then sleeps until it
 // is granted, its context ends, its lock-wait timeout fires, or the detector
 // fails it. A waiter that gives up leaves no trace: it is removed from the
