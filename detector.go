@@ -39,8 +39,10 @@ type LockCounter interface {
 // (Waiter.Blockers, Waiter.WaitsFor), and the manager answers from its
 // live lock table under its own latch. Grants, releases and queue changes
 // cost the detector nothing: a wait costs one Block and one Unblock, and a
-// search only when the wait may close a cycle, or when a request it was
-// answered to wait for left without a grant (Recheck).
+// search only when the wait may close a cycle, when a request it was
+// answered to wait for left without a grant (Recheck), or when a request
+// was granted at once past queued requests (Passed) and its transaction
+// waits elsewhere.
 //
 // Lock order: the detector's locks, then a manager's latch. It cannot
 // deadlock because a manager never calls the detector with a latch held,
@@ -82,6 +84,14 @@ type WaitGraph interface {
 	// is unlinked; w may have ended, or been recycled, since (then the
 	// search finds nothing of it). A victim is failed through its Waiter.
 	Recheck(w Waiter, txn TxnID)
+	// Passed tells the detector that a request of txn was granted at
+	// once past queued requests that conflict with it (an upgrade, or a
+	// request that skips the queue by the rules of the package doc's
+	// "Waiting"): those now wait for txn, an edge no new wait reports. If
+	// txn waits elsewhere (another of its Lock calls is in flight), a
+	// cycle may have closed, and the detector searches from txn's waits.
+	// The manager calls it with no latch held, after the grant.
+	Passed(txn TxnID)
 	// Stamp returns the next value of one counter of the detector's. A
 	// manager takes a stamp for each wait inside the critical section that
 	// queues it and passes it in WaitEdge.Stamp: stamps then order waits

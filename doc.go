@@ -60,11 +60,11 @@
 // requests that wait for it is another (rangelock applies the rule to its
 // wide requests; a point request of a range manager skips only as an
 // upgrade). Second, in a range manager, it does not wait for a queued
-// request whose transaction held no lock in the column family when the
-// request queued, but for the requests on its own point key, which keep
-// their order: that request keeps no one waiting but the requests behind
-// it, while T's locks may, so T goes first (InnoDB's contention-aware
-// scheduling favours the transaction others wait for in the same way).
+// range request (not a single key) whose transaction held no lock in the
+// column family when the request queued: that request keeps no one
+// waiting but the requests behind it, while T's locks may, so T goes
+// first (InnoDB's contention-aware scheduling favours the transaction
+// others wait for in the same way).
 // Whether the second exception applies is settled when the two requests
 // queue: what a transaction takes or lets go of while its request waits
 // changes no one's wait. T's request is queued ahead of the requests it

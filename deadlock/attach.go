@@ -83,6 +83,9 @@ func (a *attachment) Check(w txnlock.Waiter) error { return a.d.check(w, w.Txn()
 // Recheck searches for a cycle through w's wait (Detector.check).
 func (a *attachment) Recheck(w txnlock.Waiter, txn txnlock.TxnID) { a.d.check(w, txn) }
 
+// Passed searches from txn's waits, if it waits (Detector.passed).
+func (a *attachment) Passed(txn txnlock.TxnID) { a.d.passed(txn) }
+
 // Stamp returns the next wait stamp.
 func (a *attachment) Stamp() uint64 { return a.d.stamps.Add(1) }
 

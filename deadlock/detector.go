@@ -164,15 +164,32 @@ func (d *Detector) unblock(w txnlock.Waiter) {
 	if d.opts.Detection == Off {
 		return
 	}
-	others := d.reg.remove(w)
-	if !others || d.opts.DetectDelay < 0 {
+	if others := d.reg.remove(w); others {
+		d.checkWaitsOf(w.Txn())
+	}
+}
+
+// passed searches from txn's waits, if it has any, after a request of
+// txn was granted at once past queued requests (txnlock.WaitGraph.Passed):
+// if txn waits elsewhere, those requests' new edges to it may close a
+// cycle.
+func (d *Detector) passed(txn txnlock.TxnID) {
+	if d.opts.Detection == Off || !d.reg.waiting(txn) {
 		return
 	}
-	// The other waits are searched one by one, and each may end, be
-	// Unblocked by its own goroutine and be recycled meanwhile: the
-	// searches name them by waiter and transaction read here, and call
-	// none of their methods unless they are still registered.
-	txn := w.Txn()
+	d.checkWaitsOf(txn)
+}
+
+// checkWaitsOf searches from each of txn's waits: txn became a holder
+// that others wait for, or gained blockers, while it waits (two Lock
+// calls in flight). The waits are searched one by one, and each may end,
+// be Unblocked by its own goroutine and be recycled meanwhile: the
+// searches name them by waiter and transaction read here, and call none
+// of their methods unless they are still registered.
+func (d *Detector) checkWaitsOf(txn txnlock.TxnID) {
+	if d.opts.DetectDelay < 0 {
+		return
+	}
 	var ws []txnlock.Waiter
 	d.reg.each(txn, func(x *wait) { ws = append(ws, x.waiter) })
 	for _, o := range ws {

@@ -90,6 +90,11 @@
 //   - a grant to a transaction that waits elsewhere too (two Lock calls in
 //     flight): the lock's other waiters now wait for it; its granted
 //     wait's Unblock searches from its other waits;
+//   - a request granted at once past queued requests that conflict with it
+//     (an upgrade, or a holder's request that skips requests of idle
+//     transactions): they now wait for its transaction, and if that one
+//     waits elsewhere (two Lock calls in flight) the manager's Passed
+//     searches from its waits;
 //   - a request leaving a queue: the waiters behind it wait for what it
 //     waited for. Where their answers were the lock's holders (the
 //     contraction), those edges were there already; a point lock's exact

@@ -20,7 +20,10 @@ import (
 	"github.com/txnlock/txnlock/rangelock"
 )
 
-var managersRun = flag.Uint64("managers.run", 0, "replay the run of TestTruthManagers with this number, as a failure prints it (0: random runs)")
+var (
+	managersRun    = flag.Uint64("managers.run", 0, "replay the run of TestTruthManagers with this number, as a failure prints it (0: random runs)")
+	managersSecond = flag.Bool("managers.second-calls", false, "TestTruthManagers: a transaction whose request waits also makes second calls")
+)
 
 // TestTruthManagers checks the detector against the true waits-for graph
 // as TestTruth does, over the real managers instead of a model of one: a
@@ -35,7 +38,12 @@ var managersRun = flag.Uint64("managers.run", 0, "replay the run of TestTruthMan
 // A step is one of: a transaction that does not wait requests a point or,
 // in the range manager, a range of two or three keys, Shared or
 // Exclusive; such a transaction commits (UnlockAll in both managers) or
-// unlocks one lock it took; a waiting request is cancelled (its context).
+// unlocks one lock it took; a waiting request is cancelled (its context);
+// with -managers.second-calls, a transaction whose request waits makes a
+// second call meanwhile: unlocks one lock it took, or requests one more
+// without waiting. Those find cycles that stand after such a call (a grant
+// or a release to a transaction that waits, with no new wait); the
+// detector's background pass, off here, is what breaks them.
 // A request that fails (a deadlock victim, a cancelled wait) rolls its
 // transaction back, and the slot goes on with a new transaction.
 //
@@ -254,11 +262,25 @@ func (s *mtSched) key(k int) []byte { return []byte{'k', byte('a' + k)} }
 func (s *mtSched) doStep() {
 	sl := s.slots[s.rng.IntN(len(s.slots))]
 	if sl.call != nil {
-		if s.rng.IntN(8) == 0 {
+		switch r := s.rng.IntN(16); {
+		case r < 2:
 			s.logf("cancel the wait of T%d", sl.txn)
 			s.tot.cancels++
 			sl.call.cancel()
 			s.finish(sl, <-sl.call.done) // a cancel is not seen at once
+		case !*managersSecond:
+		case r == 2:
+			if len(sl.held) > 0 {
+				s.unlockOne(sl)
+			}
+		case r == 3:
+			m, req := s.request(sl)
+			req.Timeout = txnlock.NoWait
+			s.logf("T%d, waiting, requests %v %v in cf %d of manager %d, no wait", sl.txn, req.Mode, req.Range, req.CF, m)
+			s.tot.requests++
+			if err := s.ms[m].Lock(context.Background(), req); err == nil {
+				sl.held = append(sl.held, mtLock{m: m, cf: req.CF, r: req.Range})
+			}
 		}
 		return
 	}
@@ -268,29 +290,9 @@ func (s *mtSched) doStep() {
 		s.tot.commits++
 		s.rollback(sl)
 	case p < 18 && len(sl.held) > 0:
-		i := s.rng.IntN(len(sl.held))
-		l := sl.held[i]
-		s.logf("T%d unlocks %v in cf %d of manager %d", sl.txn, l.r, l.cf, l.m)
-		s.tot.unlocks++
-		err := s.ms[l.m].Unlock(sl.txn, l.cf, l.r)
-		if err != nil && !errors.Is(err, txnlock.ErrNotHeld) {
-			s.problem("unlock: %v", err)
-		}
-		sl.held = slices.Delete(sl.held, i, i+1)
+		s.unlockOne(sl)
 	default:
-		req := txnlock.Request{Txn: sl.txn, CF: txnlock.ColumnFamily(s.rng.IntN(2)), Mode: txnlock.Shared}
-		if s.rng.IntN(100) < s.pX {
-			req.Mode = txnlock.Exclusive
-		}
-		m := s.rng.IntN(2)
-		k := s.rng.IntN(s.keys)
-		req.Range = txnlock.Point(s.key(k))
-		if m == 1 && s.rng.IntN(2) == 0 {
-			r, err := txnlock.Inclusive(s.key(k), s.key(k+1+s.rng.IntN(2)))
-			if err == nil {
-				req.Range = r
-			}
-		}
+		m, req := s.request(sl)
 		s.logf("T%d requests %v %v in cf %d of manager %d", sl.txn, req.Mode, req.Range, req.CF, m)
 		s.tot.requests++
 		ctx, cancel := context.WithCancel(context.Background())
@@ -304,6 +306,38 @@ func (s *mtSched) doStep() {
 			s.wake()
 		}()
 	}
+}
+
+// unlockOne unlocks one of the locks sl's transaction took.
+func (s *mtSched) unlockOne(sl *mtSlot) {
+	i := s.rng.IntN(len(sl.held))
+	l := sl.held[i]
+	s.logf("T%d unlocks %v in cf %d of manager %d", sl.txn, l.r, l.cf, l.m)
+	s.tot.unlocks++
+	err := s.ms[l.m].Unlock(sl.txn, l.cf, l.r)
+	if err != nil && !errors.Is(err, txnlock.ErrNotHeld) {
+		s.problem("unlock: %v", err)
+	}
+	sl.held = slices.Delete(sl.held, i, i+1)
+}
+
+// request draws a request of sl's transaction: a point or, in the range
+// manager (m 1), a range of two or three keys, Shared or Exclusive.
+func (s *mtSched) request(sl *mtSlot) (m int, req txnlock.Request) {
+	req = txnlock.Request{Txn: sl.txn, CF: txnlock.ColumnFamily(s.rng.IntN(2)), Mode: txnlock.Shared}
+	if s.rng.IntN(100) < s.pX {
+		req.Mode = txnlock.Exclusive
+	}
+	m = s.rng.IntN(2)
+	k := s.rng.IntN(s.keys)
+	req.Range = txnlock.Point(s.key(k))
+	if m == 1 && s.rng.IntN(2) == 0 {
+		r, err := txnlock.Inclusive(s.key(k), s.key(k+1+s.rng.IntN(2)))
+		if err == nil {
+			req.Range = r
+		}
+	}
+	return m, req
 }
 
 // rollback ends sl's transaction in both managers; the slot goes on with

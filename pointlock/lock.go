@@ -63,9 +63,16 @@ func (m *Manager) LockPinned(ctx context.Context, req txnlock.Request, pin *txnl
 			}
 			st.held++
 		}
+		// A holder's request (an upgrade) granted past the queue makes
+		// its waiters wait for req.Txn, which may wait elsewhere
+		// (txnlock.WaitGraph.Passed).
+		passed := m.det != nil && l.Queued() > 0 && l.ModeOf(req.Txn) != 0
 		m.grantLocked(st, l, req.Txn, req.Mode, pin)
 		st.c.Acquired++
 		st.mu.Unlock()
+		if passed {
+			m.det.Passed(req.Txn)
+		}
 		return nil
 	}
 	if timeout == txnlock.NoWait {

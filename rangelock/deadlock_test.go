@@ -289,3 +289,36 @@ func TestDeadlockAfterTheRequestAheadGoesIdle(t *testing.T) {
 		require.NoError(t, m.UnlockAll(2))
 	})
 }
+
+// TestDeadlockClosedByAGrantPastTheQueue: a request granted at once past
+// a queued request makes that one wait for its transaction, a new edge
+// that no new wait reports. T1 holds [k]; T2, holding nothing, waits for
+// [a, m], then takes [y] with a second call; T3 holds [z] and waits for
+// [y] (for T2). T3's second call, [b, c], passes T2's request (queued
+// idle) and is granted: T2's request now waits for T3 too, closing
+// T3 → T2 → T3, and the detector, told of the pass, fails T3's wait at
+// once (its background pass, which would find the cycle too, runs once
+// an hour here).
+func TestDeadlockClosedByAGrantPastTheQueue(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	det, err := deadlock.New(deadlock.Options{BackgroundInterval: time.Hour})
+	require.NoError(t, err)
+	defer det.Close()
+	m := newRangeManager(t, det)
+	defer m.Close()
+	ctx := context.Background()
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Exclusive}))
+	t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "m"), Mode: txnlock.Exclusive})
+	waitUntilWaiting(t, m, 2)
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 2, Range: point("y"), Mode: txnlock.Exclusive, Timeout: txnlock.NoWait}))
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 3, Range: point("z"), Mode: txnlock.Exclusive}))
+	t3 := asyncLock(m, txnlock.Request{Txn: 3, Range: point("y"), Mode: txnlock.Exclusive})
+	waitUntilWaiting(t, m, 3)
+	waitUntilReported(t, det, 2)
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 3, Range: mustRange(t, "b", "c"), Mode: txnlock.Exclusive}))
+	requireDeadlock(t, <-t3, 2, 3)
+	require.NoError(t, m.UnlockAll(3))
+	require.NoError(t, m.UnlockAll(1))
+	require.NoError(t, <-t2)
+	require.NoError(t, m.UnlockAll(2))
+}

@@ -57,6 +57,8 @@ func (d *askDetector) Unblock(w txnlock.Waiter) {
 
 func (d *askDetector) Check(txnlock.Waiter) error { panic("askDetector: Check after Block said false") }
 
+func (d *askDetector) Passed(txnlock.TxnID) {}
+
 func (d *askDetector) Recheck(_ txnlock.Waiter, txn txnlock.TxnID) {
 	d.mu.Lock()
 	d.rechecked = append(d.rechecked, txn)

@@ -20,8 +20,8 @@
 // The rules of one key (who is granted, who waits, in what order, who is
 // woken) are internal/locktable's, told once in its package doc; the
 // exceptions to FIFO (a holder's request never waits for a queued request
-// that waits for its transaction, nor for one of a transaction that held
-// nothing in the family when it queued) are the root package's. A point key's lock is
+// that waits for its transaction, nor for a wide one of a transaction that
+// held nothing in the family when it queued) are the root package's. A point key's lock is
 // a locktable.Lock, as in pointlock. A request goes through four files (a
 // point request through wide.go only when its family has wide activity):
 //
@@ -47,10 +47,10 @@
 // waits for the conflicting holders in its range and the conflicting
 // requests queued ahead, less those it skips: a holder that widens its
 // range skips the waiters that wait for it, and a holder's request skips
-// the waiters of transactions that held nothing in the family when they
-// queued (internal/waitsfor.Skipped; request.idle); a point request skips
-// such wide waiters only (the requests on its key keep their order), and
-// as an upgrade the whole queue. So a request queued between two others need not wait for the one
+// the wide waiters of transactions that held nothing in the family when
+// they queued (internal/waitsfor.Skipped; request.idle); a point request
+// skips such wide waiters only (the requests on its key keep their
+// order), and as an upgrade the whole queue. So a request queued between two others need not wait for the one
 // ahead of it: whom a waiter waits for counts only the requests that
 // surely do (waitsfor.Queued's MaySkip).
 //

@@ -131,9 +131,12 @@ type request struct {
 	// some, in the family when the request queued (enqueueLocked), so
 	// that a holder's request passes an idle one (waitsfor.Skipped), now
 	// and at every re-check, whatever either transaction takes or lets go
-	// of meanwhile. Both are false for a point request queued while the
-	// family had no wide activity: no wide request is ahead of it, and
-	// none passes it.
+	// of meanwhile. Only a wide request is idle: a point request waits on
+	// its key, where the passer's own point request could stand behind it
+	// and, answered by the key's holders (detect.go), wait unseen for a
+	// request that waits for its transaction. holder is false for a point
+	// request queued while the family had no wide activity: no wide
+	// request is ahead of it.
 	idle, holder bool
 	// tp is the transaction's Holds in the stripe of a point request.
 	tp *locktable.Holds
@@ -260,8 +263,16 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 		}
 	}
 	if !blocked {
+		// A request granted past queued requests that conflict with it
+		// (an upgrade, or one that skips them) makes them wait for its
+		// transaction, which may wait elsewhere (txnlock.WaitGraph.Passed).
+		passed := m.det != nil && (!q.point() || f.wide.Len() > 0 || (l != nil && l.Queued() > 0)) &&
+			f.conflictAheadLocked(q, newRequest)
 		f.acquireLocked(q, l)
 		f.unlockReqLocks(held)
+		if passed {
+			m.det.Passed(q.txn)
+		}
 		return nil, nil
 	}
 	if timeout == txnlock.NoWait {
@@ -364,7 +375,7 @@ func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 	w.seq = f.seq.Add(1)
 	if !w.point() || f.fused.Load() { // every latch is held
 		w.holder = f.holdsAnyLocked(w.txn)
-		w.idle = !w.holder
+		w.idle = !w.holder && !w.point()
 	}
 	if w.point() {
 		w.key, _ = w.r.PointKey()

@@ -120,6 +120,13 @@ func (d *SeamDetector) Check(w txnlock.Waiter) error {
 	return nil
 }
 
+// Passed logs that a request of txn was granted past queued requests.
+func (d *SeamDetector) Passed(txn txnlock.TxnID) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.logfLocked("passed %d", uint64(txn))
+}
+
 // Recheck logs a recheck of w's wait, if Block recorded it.
 func (d *SeamDetector) Recheck(w txnlock.Waiter, txn txnlock.TxnID) {
 	d.mu.Lock()
