@@ -20,10 +20,7 @@ import (
 	"github.com/txnlock/txnlock/rangelock"
 )
 
-var (
-	managersRun    = flag.Uint64("managers.run", 0, "replay the run of TestTruthManagers with this number, as a failure prints it (0: random runs)")
-	managersSecond = flag.Bool("managers.second-calls", false, "TestTruthManagers: a transaction whose request waits also makes second calls")
-)
+var managersRun = flag.Uint64("managers.run", 0, "replay the run of TestTruthManagers with this number, as a failure prints it (0: random runs)")
 
 // TestTruthManagers checks the detector against the true waits-for graph
 // as TestTruth does, over the real managers instead of a model of one: a
@@ -39,11 +36,9 @@ var (
 // in the range manager, a range of two or three keys, Shared or
 // Exclusive; such a transaction commits (UnlockAll in both managers) or
 // unlocks one lock it took; a waiting request is cancelled (its context);
-// with -managers.second-calls, a transaction whose request waits makes a
-// second call meanwhile: unlocks one lock it took, or requests one more
-// without waiting. Those find cycles that stand after such a call (a grant
-// or a release to a transaction that waits, with no new wait); the
-// detector's background pass, off here, is what breaks them.
+// a transaction whose request waits makes a second call meanwhile: unlocks
+// one lock it took, or requests one more without waiting (a grant to a
+// transaction that waits, which may close a cycle with no new wait).
 // A request that fails (a deadlock victim, a cancelled wait) rolls its
 // transaction back, and the slot goes on with a new transaction.
 //
@@ -268,7 +263,6 @@ func (s *mtSched) doStep() {
 			s.tot.cancels++
 			sl.call.cancel()
 			s.finish(sl, <-sl.call.done) // a cancel is not seen at once
-		case !*managersSecond:
 		case r == 2:
 			if len(sl.held) > 0 {
 				s.unlockOne(sl)
