@@ -43,7 +43,9 @@
 //
 // # Deadlock seam
 //
-// The manager tells the detector nothing when it grants or releases. A
+// The manager tells the detector nothing when it grants or releases, but
+// for an upgrade granted at once past the key's queue (Passed: the queue
+// now waits for the upgrader, which may wait elsewhere). A
 // waiter carries its stripe as the place to ask (detect.go) and the
 // holders it was queued behind; its own goroutine reports the wait
 // (Block) and removes it (Unblock) in lockwait.Waiter.Wait, outside the

@@ -123,8 +123,10 @@
 // named leaves without a grant, it now waits for what that request waited
 // for: the manager asks the detector to search from it
 // (txnlock.WaitGraph.Recheck, once the latch is released). Grants and
-// releases cost the detector nothing; Block and Unblock run in
-// lockwait.Waiter.Wait, with no latch held.
+// releases cost the detector nothing, but for a request granted at once
+// past queued requests that conflict with it (Passed, once the latch is
+// released); Block and Unblock run in lockwait.Waiter.Wait, with no latch
+// held.
 //
 // # Lock order
 //
