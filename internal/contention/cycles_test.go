@@ -24,6 +24,18 @@ type cycleWatch struct {
 	// every cycle of their strongly connected set had stood then (since
 	// the newest of its waits began); guarded by mu.
 	on map[txnlock.TxnID]time.Duration
+	// looks is the shape of the graph at each look; guarded by mu.
+	looks []graphShape
+}
+
+// graphShape is what one look at Status saw: how many holders ran (held
+// locks and waited for nothing), the median length of the chains of
+// waits (from a waiting transaction, the longest path of waits to one
+// that does not wait), and the median age of the waits.
+type graphShape struct {
+	running int
+	depth   int
+	age     time.Duration
 }
 
 // watchCycles starts a cycleWatch on m until ctx ends; wait waits for its
@@ -43,11 +55,14 @@ func watchCycles(ctx context.Context, m txnlock.Manager, period time.Duration) (
 			}
 			on := map[txnlock.TxnID]time.Duration{}
 			now := time.Now()
-			for txn, since := range onCycles(m.Status().Waits) {
+			st := m.Status()
+			for txn, since := range onCycles(st.Waits) {
 				on[txn] = now.Sub(since)
 			}
+			shape := shapeOf(st, now)
 			w.mu.Lock()
 			w.on = on
+			w.looks = append(w.looks, shape)
 			w.mu.Unlock()
 		}
 	}()
@@ -61,6 +76,62 @@ func (w *cycleWatch) onCycle(txn txnlock.TxnID) (stood time.Duration, ok bool) {
 	defer w.mu.Unlock()
 	stood, ok = w.on[txn]
 	return stood, ok
+}
+
+// shapes returns the shape of each look so far.
+func (w *cycleWatch) shapes() []graphShape {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.looks)
+}
+
+// shapeOf measures the graph of waits that st's Blockers draw, at now.
+func shapeOf(st txnlock.Status, now time.Time) graphShape {
+	next := map[txnlock.TxnID][]txnlock.TxnID{}
+	var ages []time.Duration
+	for _, w := range st.Waits {
+		next[w.Txn] = append(next[w.Txn], w.Blockers...)
+		ages = append(ages, now.Sub(w.Since))
+	}
+	var s graphShape
+	holders := map[txnlock.TxnID]bool{}
+	for _, l := range st.Locks {
+		for _, h := range l.Holders {
+			if _, waits := next[h]; !waits && !holders[h] {
+				s.running++
+			}
+			holders[h] = true
+		}
+	}
+	// depth[t] is the longest path of waits from t to a transaction that
+	// does not wait; a transaction on a cycle counts its path until the
+	// walk comes back to itself.
+	depth := map[txnlock.TxnID]int{}
+	var walk func(t txnlock.TxnID) int
+	walk = func(t txnlock.TxnID) int {
+		if d, ok := depth[t]; ok {
+			return d
+		}
+		depth[t] = 0 // on the walk's path: a cycle ends here
+		d := 0
+		for _, b := range next[t] {
+			if _, waits := next[b]; waits && b != t {
+				d = max(d, 1+walk(b))
+			}
+		}
+		depth[t] = d
+		return d
+	}
+	var ds []int
+	for t := range next {
+		ds = append(ds, walk(t))
+	}
+	if len(ds) > 0 {
+		slices.Sort(ds)
+		slices.Sort(ages)
+		s.depth, s.age = ds[len(ds)/2], ages[len(ages)/2]
+	}
+	return s
 }
 
 // onCycles returns the transactions that are on a cycle of the graph the
@@ -171,4 +242,26 @@ func TestOnCyclesSince(t *testing.T) {
 		{Txn: 4, Blockers: []txnlock.TxnID{1}, Since: at(9)},
 	})
 	require.Equal(t, map[txnlock.TxnID]time.Time{1: at(5), 2: at(5), 3: at(5)}, on)
+}
+
+// TestShapeOf: running holders are those that wait for nothing; a chain's
+// length counts its waits to the first transaction that does not wait,
+// and a cycle does not loop.
+func TestShapeOf(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	held := func(txns ...txnlock.TxnID) txnlock.LockStatus { return txnlock.LockStatus{Holders: txns} }
+	wait := func(txn txnlock.TxnID, age int, blockers ...txnlock.TxnID) txnlock.WaitStatus {
+		return txnlock.WaitStatus{Txn: txn, Blockers: blockers, Since: t0.Add(-time.Duration(age) * time.Second)}
+	}
+	st := txnlock.Status{
+		// 9 and 8 run; 7 holds and waits for 9.
+		Locks: []txnlock.LockStatus{held(9), held(8, 9), held(7)},
+		Waits: []txnlock.WaitStatus{
+			wait(1, 1, 2), wait(2, 2, 3), wait(3, 3, 7), wait(7, 4, 9), // 1 → 2 → 3 → 7 → 9: lengths 3, 2, 1, 0
+			wait(4, 5, 5), wait(5, 6, 4), // a cycle: 4 → 5 → 4, lengths 1 and 2 (around once)
+		},
+	}
+	// Lengths 0, 1, 1, 2, 2, 3; ages 1–6 s.
+	require.Equal(t, graphShape{running: 2, depth: 2, age: 4 * time.Second}, shapeOf(st, t0))
+	require.Equal(t, graphShape{}, shapeOf(txnlock.Status{}, t0))
 }

@@ -46,7 +46,10 @@ const warmUp = 5 * time.Second
 // waits behind long chains of waits. It also reports how long the cycles
 // it broke had stood, from the wait that closed each (the newest of its
 // members' waits, CycleEntry.Since) to its report (DeadlockError.Time):
-// the median and the 99th percentile.
+// the median and the 99th percentile; and the shape of the graph of waits
+// at cycleWatch's looks, as medians over the looks: the holders that run
+// (hold locks and wait for nothing: only they can commit), the median
+// length of the chains of waits, and the median age of the waits.
 func BenchmarkContendedRanges(b *testing.B) {
 	for _, kind := range []string{"point", "range"} {
 		b.Run(kind, func(b *testing.B) {
@@ -69,6 +72,19 @@ func BenchmarkContendedRanges(b *testing.B) {
 				b.ReportMetric(float64(sum.stood[n/2].Microseconds())/1000, "cycle-stood-p50-ms")
 				b.ReportMetric(float64(sum.stood[n*99/100].Microseconds())/1000, "cycle-stood-p99-ms")
 			}
+			if n := len(sum.shapes); n > 0 {
+				med := func(f func(graphShape) float64) float64 {
+					xs := make([]float64, n)
+					for i, s := range sum.shapes {
+						xs[i] = f(s)
+					}
+					slices.Sort(xs)
+					return xs[n/2]
+				}
+				b.ReportMetric(med(func(s graphShape) float64 { return float64(s.running) }), "running-holders")
+				b.ReportMetric(med(func(s graphShape) float64 { return float64(s.depth) }), "chain-depth-p50")
+				b.ReportMetric(med(func(s graphShape) float64 { return float64(s.age.Microseconds()) / 1000 }), "wait-age-p50-ms")
+			}
 		})
 	}
 }
@@ -86,6 +102,8 @@ type loadCounts struct {
 	cycleTimeouts, standingTimeouts int64
 	// stood is how long each cycle broken stood before its report.
 	stood []time.Duration
+	// shapes are cycleWatch's looks at the graph of waits.
+	shapes []graphShape
 }
 
 // standing is how long a cycle stands before its timeouts count as
@@ -102,6 +120,7 @@ func (l *loadCounts) add(o loadCounts) {
 	l.cycleTimeouts += o.cycleTimeouts
 	l.standingTimeouts += o.standingTimeouts
 	l.stood = append(l.stood, o.stood...)
+	l.shapes = append(l.shapes, o.shapes...)
 }
 
 // contendedRanges runs the load with the given number of clients for d.
@@ -193,7 +212,7 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 	require.NoError(tb, m.Close())
 	require.NoError(tb, det.Close())
 	return loadCounts{commits: c.Load(), steadyCommits: sc.Load(), deadlocks: dl.Load(), timeouts: to.Load(), firstTimeouts: fto.Load(),
-		cycleTimeouts: cto.Load(), standingTimeouts: sto.Load(), stood: stood}
+		cycleTimeouts: cto.Load(), standingTimeouts: sto.Load(), stood: stood, shapes: watch.shapes()}
 }
 
 // standFor is how long the cycle of deadlock error err stood before it was
