@@ -7,7 +7,7 @@
 # median of the rounds' txnlock/RocksDB QPS ratios and every round's.
 #
 #   go build -o /tmp/lockbench ./cmd/lockbench
-#   ../shared/anchors/rocksdb/run.sh       # builds /tmp/oltp_bench (and runs its own ramp)
+#   (the RocksDB ramp of BENCHMARKS.md §2 builds /tmp/oltp_bench)
 #   tools/vs-rocksdb.sh                    # ROUNDS=4 SECS=3 THREADS="1 2 4 8 16 32 64 100"
 #
 # lockbench runs its point kind twice per round (one mirrored pair); both
