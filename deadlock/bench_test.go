@@ -35,7 +35,7 @@ func reportLatencies(b *testing.B, lat []time.Duration) {
 // request; ns/op is a whole round (set-up, cycle, roll-back). The timer is
 // not stopped around the set-up: StopTimer and StartTimer read the memory
 // statistics, which stops the world, and the scheduler's restart after it
-// lands inside the next measured request (p99 35–50 µs with them, on 2 vCPUs).
+// lands inside the next measured request.
 func BenchmarkCycleToVictimError(b *testing.B) {
 	for _, tc := range []struct {
 		name   string
