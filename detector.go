@@ -58,8 +58,10 @@ type WaitGraph interface {
 	// now is itself waiting. It takes them from e.Blockers unless the
 	// waiter says the lock may have been granted since it was queued
 	// (Waiter.Regranted), and else asks (Waiter.Blockers). False means
-	// none of them waits (or the wait is over), so no cycle runs through
-	// the wait now: a cycle that forms later needs a later event — another wait, or a
+	// none of them waits (or the wait is over), or nobody can be waiting
+	// for the wait's transaction yet (package deadlock's doc, "A wait
+	// nobody waits for"), so no cycle runs through the wait now: a cycle
+	// that forms later needs a later event — another wait, or a
 	// transaction with a second wait in flight that is granted this
 	// one — and the search that event starts finds it. So a queue behind
 	// running holders, the common wait, costs one Block and one Unblock
@@ -97,7 +99,8 @@ type WaitGraph interface {
 	// queues it and passes it in WaitEdge.Stamp: stamps then order waits
 	// as they were queued, whatever order their reports (Block) arrive in,
 	// so the detector knows which wait closed a cycle even when an earlier
-	// waiter's goroutine reports late.
+	// waiter's goroutine reports late, and whether any request may have
+	// been queued behind a wait when it reports (WaitEdge.MaySkip).
 	Stamp() uint64
 	// DetectDelay is how long a wait lasts before its waiter reports it
 	// (Block) and, if Block asks, calls Check: a wait that ends sooner
@@ -158,7 +161,7 @@ type Waiter interface {
 	Requested() (LockRef, time.Time)
 }
 
-// WaitEdge describes a wait to the detector: six words, passed in
+// WaitEdge describes a wait to the detector: seven words, passed in
 // registers. What the wait requests and since when, which only a report
 // needs, the detector asks of the Waiter (Requested).
 type WaitEdge struct {
@@ -166,6 +169,12 @@ type WaitEdge struct {
 	// Stamp orders the wait among the detector's waits (WaitGraph.Stamp),
 	// taken when the wait was queued; 0 if the manager took none.
 	Stamp uint64
+	// MaySkip is set if the request may be ordered ahead of requests
+	// queued before it (an upgrade, or a request of a transaction that
+	// held locks in the manager when it queued), so that they may wait
+	// for it although their stamps are older. Unset, only requests
+	// queued after it can wait for it.
+	MaySkip bool
 	// Blockers is what Waiter.Blockers said when the manager queued the
 	// wait, if it noted it: Block uses it while Waiter.Regranted says
 	// false, and does not keep it.

@@ -257,9 +257,18 @@ func (s *scenario) run(t *testing.T, d *datadriven.TestData) string {
 		d.MaybeScanArgs(t, "cf", &cf)
 		d.MaybeScanArgs(t, "locks", &locks)
 		d.MaybeScanArgs(t, "stamp", &stamp)
-		if _, needsCheck := s.block(waiterName(t, d, txn), txn, res, key, mode, cf, locks, stamp); needsCheck {
+		before := s.d.Stats()
+		if _, needsCheck := s.block(waiterName(t, d, txn), txn, res, key, mode, cf, locks, stamp, d.HasArg("mayskip")); needsCheck {
 			out.WriteString("needs check\n")
 		}
+		if s.d.Stats().Searches != before.Searches {
+			// The Block searched itself (a transaction's earlier wait
+			// was left unsearched as lone).
+			s.printChange(&out, before, true)
+		}
+	case "stamp":
+		// A manager queues a wait somewhere and takes the next stamp.
+		fmt.Fprintf(&out, "stamp %d\n", s.d.stamps.Add(1))
 	case "blockers":
 		var res string
 		d.ScanArgs(t, "res", &res)
@@ -378,7 +387,7 @@ func asDeadlock(t *testing.T, err error) *txnlock.DeadlockError {
 
 // block queues a waiter of txn on lock res and reports its wait; it
 // returns the waiter and whether Block asked for a Check.
-func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, cf, locks int, stamp uint64) (*fakeWaiter, bool) {
+func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, cf, locks int, stamp uint64, maySkip bool) (*fakeWaiter, bool) {
 	m := txnlock.Exclusive
 	if mode == "S" {
 		m = txnlock.Shared
@@ -393,7 +402,7 @@ func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, 
 		s.order = append(s.order, name)
 	}
 	s.waiters[name] = w
-	needsCheck := s.d.block(txnlock.WaitEdge{Waiter: w, Stamp: stamp})
+	needsCheck := s.d.block(txnlock.WaitEdge{Waiter: w, Stamp: stamp, MaySkip: maySkip})
 	return w, needsCheck
 }
 
@@ -512,7 +521,7 @@ func (s *scenario) cmdChain(t *testing.T, d *datadriven.TestData) {
 	}
 	for i := range n {
 		res := fmt.Sprintf("c%d", from+i)
-		s.block(fmt.Sprintf("t%d", from+i), txnlock.TxnID(from+i), res, res, "X", 0, 1, 0)
+		s.block(fmt.Sprintf("t%d", from+i), txnlock.TxnID(from+i), res, res, "X", 0, 1, 0, false)
 	}
 }
 
@@ -536,7 +545,7 @@ func (s *scenario) cmdQueue(t *testing.T, d *datadriven.TestData, out *strings.B
 	ahead := slices.Clone(s.lock(res).blockers)
 	for i := range n {
 		txn := txnlock.TxnID(from + i)
-		w, needsCheck := s.block(fmt.Sprintf("t%d", from+i), txn, res, res, "X", 0, 0, 0)
+		w, needsCheck := s.block(fmt.Sprintf("t%d", from+i), txn, res, res, "X", 0, 0, 0, false)
 		if d.HasArg("fifo") {
 			w.waitsFor, w.exact = ahead, true
 			ahead = []txnlock.TxnID{txn}

@@ -107,8 +107,10 @@ func (d *Detector) Options() Options { return d.opts }
 // (txnlock.WaitGraph.Block): whether a transaction that blocks the wait's lock
 // now is itself waiting. Those are e.Blockers, whom the wait was queued
 // behind, unless the lock was granted since (Waiter.Regranted): then it
-// asks (Waiter.Blockers). A closed detector refuses the wait: it fails
-// the waiter with txnlock.ErrClosed.
+// asks (Waiter.Blockers), and whether anyone may wait for the wait's
+// transaction: not if the wait is lone and the transaction holds no lock
+// (the package doc, "A wait nobody waits for"). A closed detector
+// refuses the wait: it fails the waiter with txnlock.ErrClosed.
 //
 // When none is, no cycle runs through the wait now, and one can only
 // close later by another event whose own search sees this wait (the
@@ -134,7 +136,18 @@ func (d *Detector) block(e txnlock.WaitEdge) bool {
 		seq = d.stamps.Add(1)
 	}
 	txn := e.Waiter.Txn()
-	d.reg.add(e.Waiter, txn, seq)
+	var stamps *atomic.Uint64
+	if e.Stamp != 0 && !e.MaySkip {
+		stamps = &d.stamps
+	}
+	lone, lonesBefore := d.reg.add(e.Waiter, txn, seq, stamps)
+	if lonesBefore {
+		// An earlier wait of txn was left unsearched as lone; this one
+		// may lead to whoever waits for that wait's request (the
+		// package doc, "A wait nobody waits for").
+		d.checkWaitsOf(txn)
+		return false
+	}
 	// Whom the wait is blocked by now. A grant since it was queued may
 	// have given the lock to a transaction that already reported a wait
 	// of its own, whose Block then did not see this one; one of the two
@@ -148,7 +161,9 @@ func (d *Detector) block(e txnlock.WaitEdge) bool {
 	}
 	for _, b := range blockers {
 		if b != txn && d.reg.waiting(b) {
-			return true
+			// A cycle through the wait needs someone waiting for txn:
+			// none does if the wait is lone and txn holds no lock.
+			return !lone || d.att.locksHeld(txn) > 0
 		}
 	}
 	return false

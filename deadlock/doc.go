@@ -118,6 +118,27 @@
 // earlier wait. So the usual wait, a queue behind running holders, costs
 // one Block and one Unblock and no search.
 //
+// # A wait nobody waits for
+//
+// A new wait closes a cycle only if someone waits for its transaction:
+// for a lock it holds, or for a request of it queued ahead of theirs. So
+// Block asks for no search, even when a blocker waits, if the wait is
+// lone and its transaction T holds no lock in any manager attached
+// (LocksHeld, asked once the wait is recorded). Lone means: no other wait
+// of T is reported, the request was queued behind every request queued
+// before it (WaitEdge.MaySkip unset: no upgrade, no request of a holder),
+// and no wait has been stamped after it, so no request stands behind it
+// yet. Whatever comes to wait for T later is one of the events above: a
+// wait queued behind T's request, or for a lock T gains, reports after
+// T's wait is recorded, and its Block sees T waiting and searches. One
+// case is left, a transaction with two Lock calls in flight whose first
+// request has someone queued behind it but has not reported yet when the
+// second's lone wait is recorded: so a wait whose transaction has a lone
+// wait reported searches from every wait of its transaction in its
+// Block. This is what keeps a contended load's searches few: a
+// transaction's first request behind a chain of waits, the commonest wait
+// there, is on no cycle and costs no search.
+//
 // # Which request closed a cycle
 //
 // Every wait carries a stamp (txnlock.WaitGraph.Stamp) that its manager

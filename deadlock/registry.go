@@ -48,7 +48,7 @@ type regSlot struct {
 	n     atomic.Int32
 	first wait
 	more  *[]wait // the waits after first; nil until a slot holds two
-	_     [64 - (unsafe.Sizeof(sync.Mutex{})+8+unsafe.Sizeof(wait{})+8)%64]byte
+	_     [(64 - (unsafe.Sizeof(sync.Mutex{})+8+unsafe.Sizeof(wait{})+8)%64) % 64]byte
 }
 
 // slotIndex hashes txn to a slot: consecutive ids to consecutive slots,
@@ -102,18 +102,34 @@ func (s *regSlot) deleteLocked(i int) {
 
 // add reports waiter w of txn with stamp seq. A second report of the
 // same waiter replaces the first.
-func (r *registry) add(w txnlock.Waiter, txn txnlock.TxnID, seq uint64) {
+//
+// With stamps set, add also tells whether the wait is lone: txn has no
+// other active wait reported, and stamps, read once the wait is
+// recorded, says that no wait was stamped after seq; lone is kept with
+// the wait. lonesBefore reports that txn has another active wait that
+// was lone when it was reported (Detector.block).
+func (r *registry) add(w txnlock.Waiter, txn txnlock.TxnID, seq uint64, stamps *atomic.Uint64) (lone, lonesBefore bool) {
 	s := r.slot(txn)
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	others := false
 	for i := range s.lenLocked() {
-		if x := s.atLocked(i); x.waiter == w {
-			x.txn, x.seq = txn, seq
-			s.mu.Unlock()
-			return
+		x := s.atLocked(i)
+		if x.waiter == w {
+			x.txn, x.seq, x.lone = txn, seq, false
+			return false, false
+		}
+		if x.txn == txn && x.active() {
+			others = true
+			lonesBefore = lonesBefore || x.lone
 		}
 	}
 	s.appendLocked(wait{waiter: w, txn: txn, seq: seq})
-	s.mu.Unlock()
+	if stamps != nil && !others && stamps.Load() == seq {
+		lone = true
+		s.atLocked(s.lenLocked() - 1).lone = true
+	}
+	return lone, lonesBefore
 }
 
 // remove forgets waiter w's wait, and reports whether w's transaction

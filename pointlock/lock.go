@@ -193,7 +193,7 @@ func (m *Manager) enqueueLocked(st *stripe, l *locktable.Lock, req *txnlock.Requ
 		ref.Range = det.Ref
 	}
 	w := lockwait.New(req.Txn, ref, m.now())
-	w.Upgrade = upgrade
+	w.Upgrade, w.MaySkip = upgrade, upgrade // only an upgrade goes ahead of the queue
 	l.Enqueue(w)
 	st.c.BeginWait()
 	if m.det != nil {

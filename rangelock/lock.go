@@ -403,6 +403,11 @@ func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 		lw := w.lw
 		lw.Src = &f.src
 		lw.Stamp = det.Stamp()
+		// Only a holder's request is ordered ahead of requests queued
+		// before it (an upgrade, a widening, a pass of idle requests);
+		// striped, a point request's holder is unset, and there it
+		// goes ahead of its key's queue only as an upgrade.
+		lw.MaySkip = w.upgrade || w.holder
 	}
 	return w
 }

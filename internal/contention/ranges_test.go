@@ -149,10 +149,14 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 	var stoodMu sync.Mutex
 	var stood []time.Duration
 	watch, watched := watchCycles(ctx, m, 250*time.Millisecond)
+	// Every client starts at once: started one by one, the first would
+	// commit alone while the rest are still being started.
+	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range clients {
 		rng := rand.New(rand.NewPCG(uint64(i), 7))
 		wg.Go(func() {
+			<-start
 			for ctx.Err() == nil {
 				txn := txnlock.TxnID(nextTxn.Add(1))
 				var err error
@@ -204,6 +208,7 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 			}
 		})
 	}
+	close(start)
 	wg.Wait()
 	watched()
 	if testing.Verbose() {

@@ -26,6 +26,10 @@ type Waiter struct {
 	// Upgrade is set when the waiter already holds the lock Shared and
 	// wants it Exclusive.
 	Upgrade bool
+	// MaySkip is set when the request may be ordered ahead of requests
+	// queued before it (txnlock.WaitEdge.MaySkip): an upgrade, or a
+	// request of a transaction that held locks when it queued.
+	MaySkip bool
 	// Since is when the wait began (manager clock).
 	Since time.Time
 	// Src answers the detector's questions about the wait from the
@@ -86,7 +90,7 @@ func (w *Waiter) Release() {
 	default:
 	}
 	// Field by field: a snapshot may read state (atomically) meanwhile.
-	w.txn, w.Lock, w.Upgrade, w.Since = 0, txnlock.LockRef{}, false, time.Time{}
+	w.txn, w.Lock, w.Upgrade, w.MaySkip, w.Since = 0, txnlock.LockRef{}, false, false, time.Time{}
 	w.Src, w.Blocked, w.grants, w.grantsAt, w.Stamp, w.Ext, w.err = nil, w.Blocked[:0], nil, 0, 0, nil, nil
 	w.state.Store(stateWaiting)
 	pool.Put(w)
@@ -236,7 +240,7 @@ func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.
 // report tells det about the wait and, if check and Block asks for it,
 // runs the detector's Check, failing the wait if it must give up.
 func (w *Waiter) report(det txnlock.WaitGraph, check bool) {
-	edge := txnlock.WaitEdge{Waiter: w, Stamp: w.Stamp, Blockers: w.Blocked}
+	edge := txnlock.WaitEdge{Waiter: w, Stamp: w.Stamp, MaySkip: w.MaySkip, Blockers: w.Blocked}
 	if det.Block(edge) && check {
 		if err := det.Check(w); err != nil {
 			w.Fail(err)
