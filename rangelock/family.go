@@ -9,6 +9,7 @@ import (
 	"github.com/txnlock/txnlock/internal/latch"
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
+	"github.com/txnlock/txnlock/internal/waitsfor"
 	"github.com/txnlock/txnlock/locktree"
 )
 
@@ -53,6 +54,9 @@ type family struct {
 	blkEpoch  uint64
 	stamps    map[txnlock.TxnID]uint64
 	lastStamp uint64
+	// queuedBuf is queuedAheadLocked's scratch: the requests ahead, as
+	// internal/waitsfor reads them, used with every latch held.
+	queuedBuf []waitsfor.Queued
 	// dead is ErrUnknownColumnFamily once dropped, ErrClosed once closed.
 	dead error
 	// src answers the detector about f's waiters (detect.go); immutable.

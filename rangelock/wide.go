@@ -312,7 +312,10 @@ func (f *family) queuedAheadLocked(q *request, seq uint64) []*waiter {
 	if seq != newRequest {
 		holder = q.holder
 	}
-	queued := make([]waitsfor.Queued, len(ws))
+	// q is wide, or a point request that meets wide waiters (its family
+	// fused): every latch is held, and with it the family's scratch.
+	queued := slices.Grow(f.queuedBuf[:0], len(ws))[:len(ws)]
+	defer func() { f.queuedBuf = queued[:0]; clear(queued) }()
 	any := false
 	for i, w := range ws {
 		queued[i] = waitsfor.Queued{Txn: w.txn, Mode: w.mode, Range: w.r, WaitsForT: w.conflictsWithAny(mine), Idle: w.idle}
