@@ -136,12 +136,7 @@ func (d *Detector) block(e txnlock.WaitEdge) bool {
 		seq = d.stamps.Add(1)
 	}
 	txn := e.Waiter.Txn()
-	var stamps *atomic.Uint64
-	if e.Stamp != 0 && !e.MaySkip {
-		stamps = &d.stamps
-	}
-	lone, lonesBefore := d.reg.add(e.Waiter, txn, seq, stamps)
-	if lonesBefore {
+	if d.reg.add(e.Waiter, txn, seq) {
 		// An earlier wait of txn was left unsearched as lone; this one
 		// may lead to whoever waits for that wait's request (the
 		// package doc, "A wait nobody waits for").
@@ -161,12 +156,26 @@ func (d *Detector) block(e txnlock.WaitEdge) bool {
 	}
 	for _, b := range blockers {
 		if b != txn && d.reg.waiting(b) {
-			// A cycle through the wait needs someone waiting for txn:
-			// none does if the wait is lone and txn holds no lock.
-			return !lone || d.att.locksHeld(txn) > 0
+			return !d.lone(e)
 		}
 	}
 	return false
+}
+
+// lone reports whether nobody can wait for the transaction of e, a wait
+// just recorded, so that a cycle through it cannot have closed (the
+// package doc, "A wait nobody waits for"): its request was queued behind
+// every older one, no wait was stamped after it (read now, after the
+// wait was recorded: a request queued behind it later reports later and
+// sees it), its transaction holds no lock and has no other wait reported
+// (markLone, which marks the wait, so that a later wait of the
+// transaction searches from it).
+func (d *Detector) lone(e txnlock.WaitEdge) bool {
+	if e.Stamp == 0 || e.MaySkip || d.stamps.Load() != e.Stamp {
+		return false
+	}
+	txn := e.Waiter.Txn()
+	return d.att.locksHeld(txn) == 0 && d.reg.markLone(e.Waiter, txn)
 }
 
 // unblock forgets w's wait (txnlock.WaitGraph.Unblock). If w's transaction has

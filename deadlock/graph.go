@@ -18,9 +18,8 @@ type wait struct {
 	// seq is the wait's stamp (WaitEdge.Stamp, or one the detector took):
 	// the newest wait of a cycle is the one that closed it.
 	seq uint64
-	// lone: when the wait was reported, its transaction had no other
-	// wait reported and no wait had been stamped after it, so its Block
-	// may leave it unsearched (Detector.block); a later wait of the same
+	// lone: the wait's Block left it unsearched, as nobody could wait for
+	// its transaction (Detector.block); a later wait of the same
 	// transaction then searches from every wait of it.
 	lone bool
 }

@@ -101,35 +101,47 @@ func (s *regSlot) deleteLocked(i int) {
 }
 
 // add reports waiter w of txn with stamp seq. A second report of the
-// same waiter replaces the first.
-//
-// With stamps set, add also tells whether the wait is lone: txn has no
-// other active wait reported, and stamps, read once the wait is
-// recorded, says that no wait was stamped after seq; lone is kept with
-// the wait. lonesBefore reports that txn has another active wait that
-// was lone when it was reported (Detector.block).
-func (r *registry) add(w txnlock.Waiter, txn txnlock.TxnID, seq uint64, stamps *atomic.Uint64) (lone, lonesBefore bool) {
+// same waiter replaces the first. It reports whether another active wait
+// of txn was left unsearched as lone (markLone).
+func (r *registry) add(w txnlock.Waiter, txn txnlock.TxnID, seq uint64) (lonesBefore bool) {
 	s := r.slot(txn)
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	others := false
 	for i := range s.lenLocked() {
 		x := s.atLocked(i)
 		if x.waiter == w {
 			x.txn, x.seq, x.lone = txn, seq, false
-			return false, false
+			s.mu.Unlock()
+			return false
 		}
-		if x.txn == txn && x.active() {
-			others = true
-			lonesBefore = lonesBefore || x.lone
-		}
+		lonesBefore = lonesBefore || (x.lone && x.txn == txn && x.active())
 	}
 	s.appendLocked(wait{waiter: w, txn: txn, seq: seq})
-	if stamps != nil && !others && stamps.Load() == seq {
-		lone = true
-		s.atLocked(s.lenLocked() - 1).lone = true
+	s.mu.Unlock()
+	return lonesBefore
+}
+
+// markLone marks waiter w's wait, a wait of txn, as left unsearched
+// (Detector.block), unless txn has another active wait reported by now,
+// or w's wait is not recorded: it reports whether it marked it. A later
+// add of txn's sees the mark, or markLone sees that wait.
+func (r *registry) markLone(w txnlock.Waiter, txn txnlock.TxnID) bool {
+	s := r.slot(txn)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var mine *wait
+	for i := range s.lenLocked() {
+		switch x := s.atLocked(i); {
+		case x.waiter == w:
+			mine = x
+		case x.txn == txn && x.active():
+			return false
+		}
 	}
-	return lone, lonesBefore
+	if mine == nil {
+		return false
+	}
+	mine.lone = true
+	return true
 }
 
 // remove forgets waiter w's wait, and reports whether w's transaction

@@ -41,16 +41,16 @@ func TestRegistry(t *testing.T) {
 	a := txnlock.TxnID(1)
 	b := sameSlot(a)
 	wa1, wa2, wb := newTestWaiter(a), newTestWaiter(a), newTestWaiter(b)
-	r.add(wa1, a, 1, nil)
-	r.add(wa2, a, 2, nil)
-	r.add(wb, b, 3, nil)
+	r.add(wa1, a, 1)
+	r.add(wa2, a, 2)
+	r.add(wb, b, 3)
 	require.Equal(t, 3, r.count())
 	require.True(t, r.waiting(a))
 	require.True(t, r.waiting(b))
 	require.False(t, r.waiting(a+1), "nobody else waits")
 
 	// A second report of the same waiter replaces the first.
-	r.add(wb, b, 7, nil)
+	r.add(wb, b, 7)
 	require.Equal(t, 3, r.count())
 	got := regWaits(&r, b)
 	require.Len(t, got, 1)
@@ -59,7 +59,7 @@ func TestRegistry(t *testing.T) {
 	// A wait that ended does not count, and the probe that finds it
 	// forgets it, with every other ended wait of the slot.
 	wa3 := newTestWaiter(a)
-	r.add(wa3, a, 9, nil)
+	r.add(wa3, a, 9)
 	wa3.end()
 	wb.end()
 	require.False(t, r.waiting(b))
@@ -73,7 +73,7 @@ func TestRegistry(t *testing.T) {
 	// other wait; an ended other wait does not count; nor do b's waits in
 	// the slot.
 	wb2 := newTestWaiter(b)
-	r.add(wb2, b, 8, nil)
+	r.add(wb2, b, 8)
 	require.True(t, r.remove(wb), "wb2 is b's other wait")
 	wa2.end()
 	require.False(t, r.remove(wa2), "b's active wait in the same slot is not a's")
@@ -89,8 +89,8 @@ func TestRegistry(t *testing.T) {
 func TestRemoveFromEmptySlot(t *testing.T) {
 	var r registry
 	w, h := newTestWaiter(1), newTestWaiter(2)
-	r.add(h, 2, 1, nil)
-	r.add(w, 1, 2, nil)
+	r.add(h, 2, 1)
+	r.add(w, 1, 2)
 	w.end()
 	require.True(t, r.waiting(2))
 	require.False(t, r.waiting(1), "w ended: forgotten")

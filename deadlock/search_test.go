@@ -237,7 +237,7 @@ func randomWaits(rng *rand.Rand, r *registry, nTxn, nLock int) (active, ended []
 		for range n {
 			w := newTestWaiter(txnlock.TxnID(t), locks[rng.IntN(nLock)]...)
 			seq++
-			r.add(w, w.txn, seq, nil)
+			r.add(w, w.txn, seq)
 			if rng.IntN(8) == 0 {
 				w.end()
 				ended = append(ended, w)
