@@ -45,10 +45,12 @@ type regSlot struct {
 	// under mu and read without it: a probe of an empty slot (the usual
 	// holder of a hot lock runs, it does not wait), or the Unblock of a
 	// wait a probe forgot, takes no mutex.
-	n     atomic.Int32
+	n atomic.Int32
+	// _ pads the slot to a cache line. It is not the last field: a
+	// zero-sized last field would add a word.
+	_     [(64 - (unsafe.Sizeof(sync.Mutex{})+8+unsafe.Sizeof(wait{})+8)%64) % 64]byte
 	first wait
 	more  *[]wait // the waits after first; nil until a slot holds two
-	_     [(64 - (unsafe.Sizeof(sync.Mutex{})+8+unsafe.Sizeof(wait{})+8)%64) % 64]byte
 }
 
 // slotIndex hashes txn to a slot: consecutive ids to consecutive slots,

@@ -1,6 +1,8 @@
 package deadlock
 
 import (
+	"unsafe"
+
 	"slices"
 	"testing"
 	"time"
@@ -419,4 +421,13 @@ func TestPassReadsWithoutMutex(t *testing.T) {
 	<-done
 	require.EqualValues(t, 1, d.Stats().BackgroundPasses)
 	require.False(t, d.takePassWish(), "the pass took the wish")
+}
+
+// TestSlotIsOneCacheLine: a report touches one cache line, and the slots
+// of neighbouring transactions share none (64-bit platforms).
+func TestSlotIsOneCacheLine(t *testing.T) {
+	if unsafe.Sizeof(uintptr(0)) != 8 {
+		t.Skip("64-bit platforms only")
+	}
+	require.Equal(t, uintptr(64), unsafe.Sizeof(regSlot{}))
 }
