@@ -122,6 +122,35 @@ func TestPointCycleClosedByThirdWait(t *testing.T) {
 	require.Zero(t, det.Stats().Waits)
 }
 
+// TestPointLoneWaitUnsearched: a transaction that holds nothing and
+// queues behind a waiting holder, with no request behind its own, is on
+// no cycle: its Block asks for no Check (the package doc, "A wait nobody
+// waits for"). The holder's wait that closes a cycle still searches.
+func TestPointLoneWaitUnsearched(t *testing.T) {
+	m, det := newPointManager(t, Options{})
+	ctx := context.Background()
+	require.NoError(t, m.Lock(ctx, lockReq(1, 0, "a", txnlock.Exclusive)))
+	require.NoError(t, m.Lock(ctx, lockReq(2, 0, "b", txnlock.Exclusive)))
+	two := lockAsync(m, lockReq(2, 0, "a", txnlock.Exclusive))
+	waitForWaits(t, det, 1)
+	three := lockAsync(m, lockReq(3, 0, "b", txnlock.Exclusive)) // behind 2, which waits
+	waitForWaits(t, det, 2)
+	require.Zero(t, det.Stats().Searches, "txn 3 holds nothing and nobody queued behind it")
+
+	err := m.Lock(ctx, lockReq(1, 0, "b", txnlock.Exclusive)) // 1 -> 2 -> 1
+	var de *txnlock.DeadlockError
+	require.ErrorAs(t, err, &de)
+	require.Equal(t, txnlock.TxnID(1), de.Victim)
+	require.Equal(t, uint64(1), det.Stats().Searches)
+
+	require.NoError(t, m.UnlockAll(1))
+	require.NoError(t, <-two)
+	require.NoError(t, m.UnlockAll(2))
+	require.NoError(t, <-three)
+	require.NoError(t, m.UnlockAll(3))
+	require.Zero(t, det.Stats().Waits)
+}
+
 func TestPointSharedHoldersBothUpgrade(t *testing.T) {
 	m, det := newPointManager(t, Options{})
 	ctx := context.Background()
