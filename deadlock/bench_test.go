@@ -3,6 +3,7 @@ package deadlock
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -189,6 +190,46 @@ func BenchmarkHotKey(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkLineTransfer measures the machine, not the detector: the time
+// one cache line takes to pass from one processor to another, the unit a
+// hot key's hand-off is made of (BenchmarkHotKey). Two goroutines, which
+// spin and so hold a processor each, take turns to write one counter:
+// ns/op is one turn, a line's trip one way. one-goroutine is the control:
+// the same loads and stores where the line never leaves its processor.
+// It needs GOMAXPROCS ≥ 2.
+func BenchmarkLineTransfer(b *testing.B) {
+	var line struct {
+		_ [64]byte
+		v atomic.Int64
+		_ [64]byte
+	}
+	turn := func(from, n int64, step int64) {
+		for i := from; i < n; i += step {
+			for line.v.Load() != i {
+			}
+			line.v.Store(i + 1)
+		}
+	}
+	b.Run("one-goroutine", func(b *testing.B) {
+		line.v.Store(0)
+		turn(0, int64(b.N), 1)
+	})
+	b.Run("two-goroutines", func(b *testing.B) {
+		if runtime.GOMAXPROCS(0) < 2 {
+			b.Skip("needs two processors")
+		}
+		line.v.Store(0)
+		n := int64(b.N)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			turn(1, n, 2)
+		}()
+		turn(0, n, 2)
+		<-done
+	})
 }
 
 // BenchmarkCheckQueued measures one on-block Check whose search passes
