@@ -103,11 +103,8 @@
 // handle does it: it remembers every manager it locked in and what it
 // holds, sends no request a held lock covers, releases what was taken
 // after a Savepoint (RollbackTo), and ends the transaction everywhere with
-// one Release, which also fails a lock wait still in progress. It keeps,
-// for each manager that is a Pinner (pointlock, rangelock), the manager's
-// Pin of the transaction and sends it with each request, so that the
-// manager finds the transaction's record without looking it up again.
-// pebbletxn locks through one.
+// one Release, which also fails a lock wait still in progress. pebbletxn
+// locks through one.
 //
 // # Errors
 //

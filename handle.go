@@ -243,30 +243,15 @@ func (h *Txn) Lock(ctx context.Context, m Manager, req Request) error {
 			return nil
 		}
 	}
-	// The manager's Pin of the transaction goes with the request if the
-	// manager takes one and no other call of the handle uses it now.
-	var pin *Pin
-	if rec != nil && rec.pinner != nil && !rec.pinBusy {
-		rec.pinBusy = true
-		pin = &rec.pin
-	}
 	version := h.mu.version
 	h.mu.requests++
 	h.mu.inflight++
 	w := h.waitCtxLocked(ctx)
 	h.mu.Unlock()
 
-	var err error
-	if pin != nil {
-		err = rec.pinner.LockPinned(w.ctx, req, pin)
-	} else {
-		err = m.Lock(w.ctx, req)
-	}
+	err := m.Lock(w.ctx, req)
 
 	h.mu.Lock()
-	if pin != nil {
-		rec.pinBusy = false
-	}
 	w.users--
 	h.mu.inflight--
 	if h.mu.released {
@@ -524,7 +509,6 @@ func (h *Txn) addRecordLocked(m Manager) *record {
 		rec = new(record)
 	}
 	rec.m = m
-	rec.pinner, _ = m.(Pinner)
 	if h.mu.recs == nil {
 		h.mu.recs = h.mu.recsBuf[:0]
 	}

@@ -68,14 +68,7 @@ const maxScanned = 16
 // handle's mutex and never copied once used (points and keys start in
 // its own arrays).
 type record struct {
-	m Manager
-	// pinner is m as a Pinner, or nil; pin is the manager's Pin of the
-	// transaction, used by one Lock call at a time (pinBusy) and written
-	// by the manager during it, without the handle's mutex.
-	pinner  Pinner
-	pin     Pin
-	pinBusy bool
-
+	m      Manager
 	points []heldPoint // in the order taken, but for removals
 	keys   []byte      // the points' keys, back to back; never rewritten
 	// index maps a point to its place in points, once there are more

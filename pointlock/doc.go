@@ -80,7 +80,4 @@
 // perhaps empty, until UnlockAll: a transaction ends with UnlockAll, as at
 // commit or rollback. Calls for one transaction may come from several
 // goroutines (an abort may call UnlockAll while the transaction waits).
-// LockPinned takes a txnlock.Pin of the record, so that a grant need not
-// look it up (pinnedLocked says when a Pin is trusted); a txnlock.Txn
-// handle passes one.
 package pointlock

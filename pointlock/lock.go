@@ -14,13 +14,6 @@ import (
 // req.Mode for req.Txn, waiting as req.Timeout and ctx allow. A range of
 // more than one key is ErrRangeNotSupported. See txnlock.Manager.
 func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
-	return m.LockPinned(ctx, req, nil)
-}
-
-// LockPinned is Lock, with pin marking req.Txn's record in m: a grant
-// finds the record through it instead of looking it up. See
-// txnlock.Pinner.
-func (m *Manager) LockPinned(ctx context.Context, req txnlock.Request, pin *txnlock.Pin) error {
 	key, lm, timeout, err := m.checkLock(ctx, &req)
 	if err != nil {
 		return lockErr("lock", req, nil, err)
@@ -41,7 +34,7 @@ func (m *Manager) LockPinned(ctx context.Context, req txnlock.Request, pin *txnl
 			return lockErr("lock", req, nil, txnlock.ErrLockLimit)
 		}
 		l = st.tab.New(pos, h, key)
-		m.grantLocked(st, l, req.Txn, req.Mode, pin)
+		m.grantLocked(st, l, req.Txn, req.Mode)
 		st.held++
 		st.c.Acquired++
 		st.mu.Unlock()
@@ -67,7 +60,7 @@ func (m *Manager) LockPinned(ctx context.Context, req txnlock.Request, pin *txnl
 		// its waiters wait for req.Txn, which may wait elsewhere
 		// (txnlock.WaitGraph.Passed).
 		passed := m.det != nil && l.Queued() > 0 && l.ModeOf(req.Txn) != 0
-		m.grantLocked(st, l, req.Txn, req.Mode, pin)
+		m.grantLocked(st, l, req.Txn, req.Mode)
 		st.c.Acquired++
 		st.mu.Unlock()
 		if passed {

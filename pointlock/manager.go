@@ -46,8 +46,6 @@ type Manager struct {
 	queued func(txnlock.TxnID)
 }
 
-var _ txnlock.Pinner = (*Manager)(nil)
-
 // txnRecord is what one transaction holds in this manager, in every
 // column family (Holder.Home is the column family's index). Guarded by the
 // mutex of the transaction's txntable stripe.

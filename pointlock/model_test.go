@@ -227,10 +227,6 @@ func runAPISequence(t testing.TB, data []byte) {
 		m.hashMask = 1 // chains of colliding keys
 	}
 	md := newModel(maxLocks)
-	// Odd steps lock through a Pin: mostly the transaction's own, kept
-	// across UnlockAll (stale once its record is recycled, perhaps to
-	// another transaction), sometimes another's.
-	var pins [4]txnlock.Pin
 	keys := []string{"a", "b", "", "k\x00"}
 	txnOf := func(b int) txnlock.TxnID { return txnlock.TxnID(b % 4) } // 0 is invalid
 	cfOf := func(b int) txnlock.ColumnFamily { return txnlock.ColumnFamily(b%4 - 1) }
@@ -274,11 +270,7 @@ func runAPISequence(t testing.TB, data []byte) {
 			}
 			desc = fmt.Sprintf("lock %v ctx=%d", req, ctxState)
 			want = md.lock(ctxState, req)
-			if step%2 == 0 {
-				got = m.Lock(ctx, req)
-			} else {
-				got = m.LockPinned(ctx, req, &pins[(int(req.Txn)+step/8)%4])
-			}
+			got = m.Lock(ctx, req)
 		case 3, 4:
 			b := next()
 			txn, cf, r := txnOf(b), cfOf(b>>2), rangeOf(next())

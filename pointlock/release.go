@@ -17,29 +17,13 @@ func recordLocked(ts *txnStripe, txn txnlock.TxnID) *txnRecord {
 	return rec
 }
 
-// pinnedLocked is recordLocked through pin (nil: none). The record pin
-// marks is txn's live record if its holds name txn: a record's Txn is set
-// when the table makes or reuses it for txn and cleared when UnlockAll
-// recycles it, both under ts, and a record never leaves its stripe.
-func (m *Manager) pinnedLocked(ts *txnStripe, txn txnlock.TxnID, pin *txnlock.Pin) *txnRecord {
-	if pin == nil {
-		return recordLocked(ts, txn)
-	}
-	if rec, _ := pin.Record(m).(*txnRecord); rec != nil && rec.holds.Txn == txn {
-		return rec
-	}
-	rec := recordLocked(ts, txn)
-	pin.Mark(m, rec)
-	return rec
-}
-
 // grantLocked records that txn holds l in mode: in the Lock, and in the
-// transaction's record (found through pin, if not nil). The caller
+// transaction's record. The caller
 // adjusts st.held and MaxLocks for a first holder.
-func (m *Manager) grantLocked(st *stripe, l *locktable.Lock, txn txnlock.TxnID, mode txnlock.Mode, pin *txnlock.Pin) {
+func (m *Manager) grantLocked(st *stripe, l *locktable.Lock, txn txnlock.TxnID, mode txnlock.Mode) {
 	ts := m.txns.Stripe(txn)
 	ts.Mu.Lock()
-	l.Grant(&m.pinnedLocked(ts, txn, pin).holds, mode, st.cfIdx)
+	l.Grant(&recordLocked(ts, txn).holds, mode, st.cfIdx)
 	ts.Mu.Unlock()
 }
 

@@ -131,14 +131,14 @@ func TestKeptBlockersUpgradeAhead(t *testing.T) {
 		go func() {
 			t2 <- m.Lock(ctx2, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "c"), Mode: txnlock.Exclusive})
 		}()
-		waitUntilWaiting(t, m, 2)
+		waitUntilWaiting(t, 2)
 		t3 := asyncLock(m, txnlock.Request{Txn: 3, Range: point("b"), Mode: txnlock.Exclusive})
-		waitUntilWaiting(t, m, 3)
+		waitUntilWaiting(t, 3)
 		cancel2()
 		require.ErrorIs(t, <-t2, context.Canceled)
 		require.NoError(t, m.checkInvariants()) // keeps T3's answer: 1, 4, 5
 		t1 := asyncLock(m, txnlock.Request{Txn: 1, Range: point("b"), Mode: txnlock.Exclusive})
-		waitUntilWaiting(t, m, 1)
+		waitUntilWaiting(t, 1)
 		require.NoError(t, m.checkInvariants())
 		require.NoError(t, m.UnlockAll(4))
 		require.NoError(t, m.UnlockAll(5))
@@ -159,9 +159,9 @@ func TestKeptBlockersFailedAhead(t *testing.T) {
 		ctx := context.Background()
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("b"), Mode: txnlock.Exclusive}))
 		t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "c"), Mode: txnlock.Exclusive})
-		waitUntilWaiting(t, m, 2)
+		waitUntilWaiting(t, 2)
 		t3 := asyncLock(m, txnlock.Request{Txn: 3, Range: mustRange(t, "b", "d"), Mode: txnlock.Exclusive})
-		waitUntilWaiting(t, m, 3)
+		waitUntilWaiting(t, 3)
 		require.NoError(t, m.checkInvariants()) // keeps T3's answer: T2
 		f := (*m.fams.Load())[0]
 		f.lockStripes()
@@ -193,10 +193,10 @@ func TestKeptBlockersIdleAheadGainsALock(t *testing.T) {
 		ctx := context.Background()
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Exclusive}))
 		t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "m"), Mode: txnlock.Exclusive})
-		waitUntilWaiting(t, m, 2)
+		waitUntilWaiting(t, 2)
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 3, Range: point("z"), Mode: txnlock.Exclusive}))
 		t3 := asyncLock(m, txnlock.Request{Txn: 3, Range: mustRange(t, "j", "l"), Mode: txnlock.Exclusive})
-		waitUntilWaiting(t, m, 3)
+		waitUntilWaiting(t, 3)
 		require.Equal(t, []txnlock.TxnID{1}, blockersOf(m.Status(), 3), "T3 passes T2's request")
 		require.NoError(t, m.checkInvariants()) // keeps T3's answer: T1
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 2, Range: point("y"), Mode: txnlock.Exclusive}))

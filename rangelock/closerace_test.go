@@ -33,7 +33,7 @@ func TestUnlockAllRacesGrant(t *testing.T) {
 			}
 			done <- err
 		}()
-		require.Eventually(t, func() bool { return len(m.Status().Waits) == 1 }, 5*time.Second, 10*time.Microsecond)
+		waitUntilWaiting(t, t2)
 		if i%2 == 0 {
 			require.NoError(t, m.UnlockAll(t2))
 			require.NoError(t, m.UnlockAll(t1))

@@ -33,32 +33,6 @@ func asyncLock(mgr txnlock.Manager, req txnlock.Request) chan error {
 	return ch
 }
 
-// waitUntilWaiting waits until txn shows in mgr's Status view as waiting.
-func waitUntilWaiting(t *testing.T, mgr txnlock.Manager, txn txnlock.TxnID) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, w := range mgr.Status().Waits {
-			if w.Txn == txn {
-				return
-			}
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
-	t.Fatalf("%s never waits", txn)
-}
-
-// waitUntilReported waits until det records n waits. A waiter shows in
-// Status as soon as it is queued, but reports its wait to the detector a
-// moment later from its own goroutine; a test that closes a cycle before
-// that report would see the other member found as the victim when its
-// report arrives (the requester policy picks whoever closes the cycle).
-func waitUntilReported(t *testing.T, det *deadlock.Detector, n int) {
-	t.Helper()
-	require.Eventually(t, func() bool { return det.Stats().Waits == n }, 30*time.Second, 100*time.Microsecond,
-		"the detector never recorded %d waits", n)
-}
-
 // requireDeadlock checks that err is a deadlock whose cycle is txns.
 func requireDeadlock(t *testing.T, err error, txns ...txnlock.TxnID) {
 	t.Helper()
@@ -110,8 +84,7 @@ func TestDeadlockAcrossColumnFamilies(t *testing.T) {
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, CF: 0, Range: mustRange(t, "a", "c"), Mode: txnlock.Exclusive}))
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 2, CF: 1, Range: mustRange(t, "m", "p"), Mode: txnlock.Exclusive}))
 		t1 := asyncLock(m, txnlock.Request{Txn: 1, CF: 1, Range: point("n"), Mode: txnlock.Exclusive})
-		waitUntilWaiting(t, m, 1)
-		waitUntilReported(t, det, 1)
+		waitUntilWaiting(t, 1)
 		err := m.Lock(ctx, txnlock.Request{Txn: 2, CF: 0, Range: mustRange(t, "b", "d"), Mode: txnlock.Shared})
 		requireDeadlock(t, err, 1, 2)
 		require.NoError(t, m.UnlockAll(2))
@@ -140,8 +113,7 @@ func TestDeadlockThroughPointAndRangeLocks(t *testing.T) {
 	require.NoError(t, pm.Lock(ctx, txnlock.Request{Txn: 1, Range: point("x"), Mode: txnlock.Exclusive}))
 	require.NoError(t, rm.Lock(ctx, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "z"), Mode: txnlock.Exclusive}))
 	t1 := asyncLock(rm, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Shared})
-	waitUntilWaiting(t, rm, 1)
-	waitUntilReported(t, det, 1)
+	waitUntilWaiting(t, 1)
 	err = pm.Lock(ctx, txnlock.Request{Txn: 2, Range: point("x"), Mode: txnlock.Exclusive})
 	requireDeadlock(t, err, 1, 2)
 	require.NoError(t, rm.UnlockAll(2))
@@ -163,10 +135,9 @@ func TestDeadlockThroughQueue(t *testing.T) {
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("a"), Mode: txnlock.Exclusive}))
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 2, Range: point("x"), Mode: txnlock.Exclusive}))
 		t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "b", "d"), Mode: txnlock.Exclusive})
-		waitUntilWaiting(t, m, 2)
+		waitUntilWaiting(t, 2)
 		t1 := asyncLock(m, txnlock.Request{Txn: 1, Range: point("b"), Mode: txnlock.Exclusive})
-		waitUntilWaiting(t, m, 1)
-		waitUntilReported(t, det, 2)
+		waitUntilWaiting(t, 1)
 		err := m.Lock(ctx, txnlock.Request{Txn: 3, Range: point("a"), Mode: txnlock.Shared})
 		requireDeadlock(t, err, 1, 2, 3)
 		require.NoError(t, m.UnlockAll(3))
@@ -186,7 +157,7 @@ func TestHolderSkipsWideWaiter(t *testing.T) {
 
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("a"), Mode: txnlock.Exclusive}))
 		t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "c"), Mode: txnlock.Exclusive})
-		waitUntilWaiting(t, m, 2)
+		waitUntilWaiting(t, 2)
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("b"), Mode: txnlock.Shared, Timeout: txnlock.NoWait}))
 		require.NoError(t, m.UnlockAll(1))
 		require.NoError(t, <-t2)
@@ -209,8 +180,7 @@ func TestDeadlockAfterUpgrade(t *testing.T) {
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 5, Range: point("j"), Mode: txnlock.Exclusive}))
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Shared}))
 		t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "j", "l"), Mode: txnlock.Shared})
-		waitUntilWaiting(t, m, 2)
-		waitUntilReported(t, det, 1)
+		waitUntilWaiting(t, 2)
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Exclusive}))
 		require.Equal(t, []txnlock.TxnID{1, 5}, m.Status().Waits[0].Blockers)
 		err := m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("m"), Mode: txnlock.Exclusive})
@@ -238,12 +208,11 @@ func TestDeadlockBehindASkippingRequest(t *testing.T) {
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 6, Range: point("d"), Mode: txnlock.Shared}))
 		require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 5, CF: 1, Range: point("x"), Mode: txnlock.Exclusive}))
 		t4 := asyncLock(m, txnlock.Request{Txn: 4, Range: mustRange(t, "d", "f"), Mode: txnlock.Exclusive})
-		waitUntilWaiting(t, m, 4)
+		waitUntilWaiting(t, 4)
 		t3 := asyncLock(m, txnlock.Request{Txn: 3, Range: point("f"), Mode: txnlock.Exclusive})
-		waitUntilWaiting(t, m, 3)
+		waitUntilWaiting(t, 3)
 		t6 := asyncLock(m, txnlock.Request{Txn: 6, CF: 1, Range: point("x"), Mode: txnlock.Exclusive})
-		waitUntilWaiting(t, m, 6)
-		waitUntilReported(t, det, 3)
+		waitUntilWaiting(t, 6)
 		err := m.Lock(ctx, txnlock.Request{Txn: 5, Range: mustRange(t, "f", "h"), Mode: txnlock.Exclusive})
 		requireDeadlock(t, err, 4, 5, 6)
 		require.NoError(t, m.UnlockAll(5))
@@ -273,13 +242,12 @@ func TestDeadlockAfterTheRequestAheadGoesIdle(t *testing.T) {
 			require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: txn, Range: point(k), Mode: txnlock.Exclusive}))
 		}
 		t1 := asyncLock(m, txnlock.Request{Txn: 1, Range: mustRange(t, "a", "c"), Mode: txnlock.Exclusive})
-		waitUntilWaiting(t, m, 1)
+		waitUntilWaiting(t, 1)
 		t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "c", "d"), Mode: txnlock.Exclusive})
-		waitUntilWaiting(t, m, 2)
+		waitUntilWaiting(t, 2)
 		require.Equal(t, []txnlock.TxnID{1}, blockersOf(m.Status(), 2))
 		require.NoError(t, m.Unlock(1, 0, point("x")))
 		require.Equal(t, []txnlock.TxnID{1}, blockersOf(m.Status(), 2), "T1's request queued as a holder's")
-		waitUntilReported(t, det, 2)
 		err := m.Lock(ctx, txnlock.Request{Txn: 3, Range: point("y"), Mode: txnlock.Exclusive})
 		requireDeadlock(t, err, 1, 2, 3)
 		require.NoError(t, m.UnlockAll(3))
@@ -309,12 +277,11 @@ func TestDeadlockClosedByAGrantPastTheQueue(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: point("k"), Mode: txnlock.Exclusive}))
 	t2 := asyncLock(m, txnlock.Request{Txn: 2, Range: mustRange(t, "a", "m"), Mode: txnlock.Exclusive})
-	waitUntilWaiting(t, m, 2)
+	waitUntilWaiting(t, 2)
 	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 2, Range: point("y"), Mode: txnlock.Exclusive, Timeout: txnlock.NoWait}))
 	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 3, Range: point("z"), Mode: txnlock.Exclusive}))
 	t3 := asyncLock(m, txnlock.Request{Txn: 3, Range: point("y"), Mode: txnlock.Exclusive})
-	waitUntilWaiting(t, m, 3)
-	waitUntilReported(t, det, 2)
+	waitUntilWaiting(t, 3)
 	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 3, Range: mustRange(t, "b", "c"), Mode: txnlock.Exclusive}))
 	requireDeadlock(t, <-t3, 2, 3)
 	require.NoError(t, m.UnlockAll(3))

@@ -23,7 +23,8 @@ import (
 // reported (the moment the Source must answer false).
 type askDetector struct {
 	counter   txnlock.LockCounter // the manager, once attached
-	mu        sync.Mutex
+	mu        sync.Mutex          // guards edges, unblocked and rechecked
+	changed   sync.Cond           // on mu: edges or unblocked grew
 	edges     []txnlock.WaitEdge // Blockers copied: Block may not keep them
 	unblocked []txnlock.Waiter
 	rechecked []txnlock.TxnID
@@ -42,6 +43,7 @@ func (d *askDetector) Detach() {}
 func (d *askDetector) Block(e txnlock.WaitEdge) bool {
 	d.mu.Lock()
 	d.edges = append(d.edges, e)
+	d.changedLocked()
 	d.mu.Unlock()
 	return false
 }
@@ -49,6 +51,7 @@ func (d *askDetector) Block(e txnlock.WaitEdge) bool {
 func (d *askDetector) Unblock(w txnlock.Waiter) {
 	d.mu.Lock()
 	d.unblocked = append(d.unblocked, w)
+	d.changedLocked()
 	d.mu.Unlock()
 	if d.gate != nil {
 		<-d.gate
@@ -86,32 +89,45 @@ func (d *askDetector) open() {
 	}
 }
 
+// changedLocked wakes the tests waiting for a report. d.mu is held.
+func (d *askDetector) changedLocked() {
+	if d.changed.L == nil {
+		d.changed.L = &d.mu
+	}
+	d.changed.Broadcast()
+}
+
+// awaitLocked sleeps until the next report. d.mu is held.
+func (d *askDetector) awaitLocked() {
+	if d.changed.L == nil {
+		d.changed.L = &d.mu
+	}
+	d.changed.Wait()
+}
+
 // edge returns the last reported wait of txn, once there is one.
 func (d *askDetector) edge(t *testing.T, txn txnlock.TxnID) txnlock.WaitEdge {
 	t.Helper()
-	var e txnlock.WaitEdge
-	require.Eventually(t, func() bool {
-		d.mu.Lock()
-		defer d.mu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for {
 		for i := len(d.edges) - 1; i >= 0; i-- {
 			if d.edges[i].Waiter.Txn() == txn {
-				e = d.edges[i]
-				return true
+				return d.edges[i]
 			}
 		}
-		return false
-	}, 10*time.Second, 50*time.Microsecond, "%v never reports a wait", txn)
-	return e
+		d.awaitLocked()
+	}
 }
 
 // awaitUnblock returns once Unblock(w) has been called.
 func (d *askDetector) awaitUnblock(t *testing.T, w txnlock.Waiter) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		return slices.Contains(d.unblocked, w)
-	}, 10*time.Second, 50*time.Microsecond, "the wait of %v never ends", w.Txn())
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for !slices.Contains(d.unblocked, w) {
+		d.awaitLocked()
+	}
 }
 
 // askHarness is a Manager with an askDetector, and the Lock calls that

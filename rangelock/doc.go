@@ -155,8 +155,5 @@
 // A transaction table (txns.go) records the stripes each transaction has
 // touched in each family, with its locktable.Holds there, and whether it
 // has wide locks, so that UnlockAll, which ends a transaction, costs what
-// the transaction holds. LockPinned takes a txnlock.Pin of the
-// transaction's record, so that a point granted at once in a stripe the
-// transaction has not used yet need not look the record up (pinnedLocked
-// says when a Pin is trusted); a txnlock.Txn handle passes one.
+// the transaction holds.
 package rangelock

@@ -3,7 +3,6 @@ package rangelock
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
@@ -39,7 +38,7 @@ func TestFusedFollowsWideActivity(t *testing.T) {
 	go func() {
 		waited <- m.Lock(ctx, txnlock.Request{Txn: 3, Range: incl(t, "a", "b"), Mode: txnlock.Exclusive})
 	}()
-	require.Eventually(t, func() bool { return m.Stats().Waiting == 1 }, 10*time.Second, 100*time.Microsecond)
+	waitUntilWaiting(t, 3)
 	require.True(t, fused(), "a wide request waiting")
 	require.NoError(t, m.UnlockAll(1))
 	require.NoError(t, <-waited)

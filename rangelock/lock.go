@@ -23,13 +23,6 @@ import (
 // any other range takes every latch of the family (one, once it is fused;
 // see the package doc).
 func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
-	return m.LockPinned(ctx, req, nil)
-}
-
-// LockPinned is Lock, with pin marking req.Txn's record in m: a point
-// granted at once finds the record through it instead of looking it up.
-// See txnlock.Pinner.
-func (m *Manager) LockPinned(ctx context.Context, req txnlock.Request, pin *txnlock.Pin) error {
 	k, point := req.Range.PointKey()
 	f, timeout, err := m.checkLock(ctx, &req, point)
 	if err != nil {
@@ -39,7 +32,7 @@ func (m *Manager) LockPinned(ctx context.Context, req txnlock.Request, pin *txnl
 		return m.lockSlow(ctx, f, &request{txn: req.Txn, r: req.Range, mode: req.Mode, stripe: wideStripe}, req, timeout)
 	}
 	h, si := m.hashKey(k)
-	if done, err := f.lockPointFast(req.Txn, k, h, si, req.Mode, pin); done {
+	if done, err := f.lockPointFast(req.Txn, k, h, si, req.Mode); done {
 		if err != nil {
 			return lockErr("lock", req, nil, err)
 		}
@@ -178,17 +171,17 @@ const newRequest = ^uint64(0)
 // in the table) with no wide lock or wide waiter in the family. It
 // reports done=false, having changed nothing, for every other request:
 // family.lock runs those. Separate from lock so that the common case
-// builds no request. pin (nil: none) marks txn's record (pointsOf).
-func (f *family) lockPointFast(txn txnlock.TxnID, key []byte, h uint64, si int, mode txnlock.Mode, pin *txnlock.Pin) (done bool, err error) {
+// builds no request.
+func (f *family) lockPointFast(txn txnlock.TxnID, key []byte, h uint64, si int, mode txnlock.Mode) (done bool, err error) {
 	s := &f.stripes[si]
 	mu := f.lockStripe(si)
-	done, err = s.lockPointFastLocked(txn, key, h, mode, pin)
+	done, err = s.lockPointFastLocked(txn, key, h, mode)
 	mu.Unlock()
 	return done, err
 }
 
 // lockPointFastLocked is lockPointFast with s's mutex held.
-func (s *stripe) lockPointFastLocked(txn txnlock.TxnID, key []byte, h uint64, mode txnlock.Mode, pin *txnlock.Pin) (done bool, err error) {
+func (s *stripe) lockPointFastLocked(txn txnlock.TxnID, key []byte, h uint64, mode txnlock.Mode) (done bool, err error) {
 	f := s.f
 	if f.dead != nil {
 		return true, f.dead
@@ -204,7 +197,7 @@ func (s *stripe) lockPointFastLocked(txn txnlock.TxnID, key []byte, h uint64, mo
 	case !f.m.mem.fitsPointLocked(s, len(key)):
 		return false, nil // escalation, or ErrLockLimit
 	default:
-		holds := s.txnPointsLocked(txn, pin)
+		holds := s.txnPointsLocked(txn)
 		s.grantPointLocked(s.newLockLocked(pos, h, key), holds, mode, nil)
 		s.syncMemLocked(&f.m.mem)
 	}
@@ -231,7 +224,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 			f.orderPointsLocked() // blockersLocked scans points by range
 		}
 		if q.point() {
-			q.tp = f.stripes[q.stripe].txnPointsLocked(q.txn, nil)
+			q.tp = f.stripes[q.stripe].txnPointsLocked(q.txn)
 		}
 		if f.coveredLocked(q, q.mode) {
 			f.countersLocked(q).Acquired++ // a re-lock is a no-op

@@ -41,8 +41,6 @@ type Manager struct {
 	queued func(txnlock.TxnID)
 }
 
-var _ txnlock.Pinner = (*Manager)(nil)
-
 // New returns a Manager with the default column family registered. It
 // applies EnsureDefaults to a copy of opts and returns the Validate error,
 // if any.

@@ -162,10 +162,6 @@ func runModel(o *opReader, nops int) error {
 	}
 	model := lockModel{}
 	ctx := context.Background()
-	// Odd steps lock through a Pin: mostly the transaction's own, kept
-	// across UnlockAll (stale once its record is recycled, perhaps to
-	// another transaction), sometimes another's.
-	var pins [6]txnlock.Pin
 	var trace strings.Builder
 	for i := 0; i < nops && !(i > 0 && o.done()); i++ {
 		cf := txnlock.ColumnFamily(o.next(2))
@@ -175,12 +171,7 @@ func runModel(o *opReader, nops int) error {
 			r, mode := o.rangeOf(), txnlock.Mode(1+o.next(2))
 			fmt.Fprintf(&trace, "lock %s %s %v %v\n", txn, cf, r, mode)
 			req := txnlock.Request{Txn: txn, CF: cf, Range: r, Mode: mode, Timeout: txnlock.NoWait}
-			var err error
-			if i%2 == 0 {
-				err = m.Lock(ctx, req)
-			} else {
-				err = m.LockPinned(ctx, req, &pins[(int(txn)+i/8)%len(pins)])
-			}
+			err := m.Lock(ctx, req)
 			want := !model.conflicts(cf, txn, r, mode)
 			if (err == nil) != want || (err != nil && !errors.Is(err, txnlock.ErrLockTimeout)) {
 				return fmt.Errorf("%s: got %v, want success=%t", trace.String(), err, want)

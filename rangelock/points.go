@@ -209,10 +209,10 @@ func (f *family) queuedLocked(r txnlock.Range, fn func(l *locktable.Lock) bool) 
 // txnPointsLocked returns txn's Holds in s, registering it in the
 // transaction table on first use (the lock order allows the table under
 // a stripe).
-func (s *stripe) txnPointsLocked(txn txnlock.TxnID, pin *txnlock.Pin) *locktable.Holds {
+func (s *stripe) txnPointsLocked(txn txnlock.TxnID) *locktable.Holds {
 	sp := s.lastSP
 	if s.lastTxn != txn || sp == nil {
-		sp = s.f.m.txns.pointsOf(txn, s.f, int(s.idx), pin)
+		sp = s.f.m.txns.pointsOf(txn, s.f, int(s.idx))
 		s.lastTxn, s.lastSP = txn, sp
 	}
 	return &sp.list
@@ -367,7 +367,7 @@ func (f *family) grantPointWaiterLocked(s *stripe, l *locktable.Lock, w *waiter)
 	// register the grant afresh so that the next UnlockAll finds it; the
 	// woken waiter may call UnlockAll at once, and it reads the record
 	// under the transaction table's lock, not ours.
-	s.grantPointLocked(l, s.txnPointsLocked(w.txn, nil), w.mode, lw)
+	s.grantPointLocked(l, s.txnPointsLocked(w.txn), w.mode, lw)
 	s.counters.Acquired++
 	s.counters.EndWait(nil, since, f.m.clock.Now())
 	s.syncMemLocked(&f.m.mem)

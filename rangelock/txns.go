@@ -22,9 +22,6 @@ type txnTable struct {
 // The first family it touches, and the point lists of its first few
 // stripes there, are inline: a short transaction costs one allocation.
 type txnLocks struct {
-	// txn is the transaction whose live record this is; 0 once take
-	// removed it from the table (a Pin of it is then stale).
-	txn   txnlock.TxnID
 	first famTouch
 	more  []*famTouch
 }
@@ -107,10 +104,7 @@ func (tt *txnTable) init(shards int) {
 // recordLocked returns txn's record, creating it. The txntable stripe st
 // is held.
 func recordLocked(st *txntable.Stripe[txnLocks], txn txnlock.TxnID) *txnLocks {
-	rec, created := st.GetOrCreateLocked(txn)
-	if created {
-		rec.txn = txn
-	}
+	rec, _ := st.GetOrCreateLocked(txn)
 	return rec
 }
 
@@ -168,12 +162,12 @@ func (tt *txnTable) noteWide(txn txnlock.TxnID, f *family) {
 }
 
 // pointsOf returns txn's entry for stripe idx of f, creating it (and
-// txn's record) if needed; pin, if not nil, marks txn's record (see
-// pinnedLocked). The stripe is held; the entry stays until UnlockAll.
-func (tt *txnTable) pointsOf(txn txnlock.TxnID, f *family, idx int, pin *txnlock.Pin) *stripePoints {
+// txn's record) if needed. The stripe is held; the entry stays until
+// UnlockAll.
+func (tt *txnTable) pointsOf(txn txnlock.TxnID, f *family, idx int) *stripePoints {
 	st := tt.t.Stripe(txn)
 	st.Mu.Lock()
-	t := pinnedLocked(f.m, st, txn, pin).touch(f)
+	t := recordLocked(st, txn).touch(f)
 	for i := range t.n {
 		if t.idxs[i] == int32(idx) {
 			st.Mu.Unlock()
@@ -199,22 +193,6 @@ func (tt *txnTable) pointsOf(txn txnlock.TxnID, f *family, idx int, pin *txnlock
 	sp.list.Txn = txn
 	st.Mu.Unlock()
 	return sp
-}
-
-// pinnedLocked is recordLocked through pin (nil: none), m's Pin of txn.
-// The record pin marks is txn's live record if it names txn: its txn is
-// set when the table makes or reuses it for txn and cleared when take
-// removes it, both under st, and a record never leaves its stripe.
-func pinnedLocked(m *Manager, st *txntable.Stripe[txnLocks], txn txnlock.TxnID, pin *txnlock.Pin) *txnLocks {
-	if pin == nil {
-		return recordLocked(st, txn)
-	}
-	if rec, _ := pin.Record(m).(*txnLocks); rec != nil && rec.txn == txn {
-		return rec
-	}
-	rec := recordLocked(st, txn)
-	pin.Mark(m, rec)
-	return rec
 }
 
 // pointsIn returns txn's entries in f, one per stripe it used. Their tp
@@ -273,7 +251,6 @@ func (tt *txnTable) take(txn txnlock.TxnID) *txnLocks {
 	rec := st.GetLocked(txn)
 	if rec != nil {
 		st.DeleteLocked(txn)
-		rec.txn = 0
 	}
 	return rec
 }
