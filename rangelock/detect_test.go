@@ -25,7 +25,7 @@ type askDetector struct {
 	counter   txnlock.LockCounter // the manager, once attached
 	mu        sync.Mutex          // guards edges, unblocked and rechecked
 	changed   sync.Cond           // on mu: edges or unblocked grew
-	edges     []txnlock.WaitEdge // Blockers copied: Block may not keep them
+	edges     []txnlock.WaitEdge  // Blockers copied: Block may not keep them
 	unblocked []txnlock.Waiter
 	rechecked []txnlock.TxnID
 	stamp     atomic.Uint64
