@@ -289,3 +289,13 @@ func TestDeadlockClosedByAGrantPastTheQueue(t *testing.T) {
 	require.NoError(t, <-t2)
 	require.NoError(t, m.UnlockAll(2))
 }
+
+// blockersOf returns whom txn's wait waits for in st.
+func blockersOf(st txnlock.Status, txn txnlock.TxnID) []txnlock.TxnID {
+	for _, w := range st.Waits {
+		if w.Txn == txn {
+			return w.Blockers
+		}
+	}
+	return nil
+}

@@ -2,7 +2,6 @@ package rangelock
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/txnlock/txnlock/internal/locktable"
 )
@@ -21,9 +20,7 @@ import (
 //   - every queued waiter names its Lock, Det().Own counts those that are
 //     not shared, and no shared one has an overlapping wide waiter queued
 //     before it (the detector's Blockers of it are its key's holders);
-//   - the held count and the point memory match the Locks;
-//   - every active waiter that is not shared keeps the answer to the
-//     detector that a fresh walk gives (checkKeptLocked).
+//   - the held count and the point memory match the Locks.
 func (m *Manager) checkInvariants() error {
 	if m.closed.Load() {
 		return nil
@@ -57,9 +54,6 @@ func (f *family) checkLocked() error {
 		if err := f.checkStripeLocked(&f.stripes[i]); err != nil {
 			return fmt.Errorf("stripe %d: %w", i, err)
 		}
-	}
-	if err := f.checkKeptLocked(); err != nil {
-		return err
 	}
 	for _, txn := range f.m.txns.inFamily(f) {
 		for _, sp := range f.m.txns.pointsIn(txn, f) {
@@ -137,7 +131,7 @@ func (f *family) checkLockLocked(s *stripe, h uint64, l *locktable.Lock) error {
 			return fmt.Errorf("key %q: a waiter of %v names another Lock", key, w.txn)
 		case !w.shared:
 			own++
-		case f.wideWaiterAheadLocked(w):
+		case f.linkedWideAheadLocked(w):
 			return fmt.Errorf("key %q: shared waiter of %v behind a wide waiter", key, w.txn)
 		}
 	}
@@ -150,31 +144,13 @@ func (f *family) checkLockLocked(s *stripe, h uint64, l *locktable.Lock) error {
 	return nil
 }
 
-// wideWaiterAheadLocked reports whether a linked wide waiter that overlaps
+// linkedWideAheadLocked reports whether a linked wide waiter that overlaps
 // point waiter w was queued before it.
-func (f *family) wideWaiterAheadLocked(w *waiter) bool {
+func (f *family) linkedWideAheadLocked(w *waiter) bool {
 	found := false
 	f.wideIdx.overlapping(w.r, w.seq, func(*waiter) bool {
 		found = true
 		return false
 	})
 	return found
-}
-
-// checkKeptLocked asks every active waiter that is not shared for its
-// nearest blockers, kept or fresh, and compares them with a fresh walk: a
-// change that marked no kept answer shows at the next check after it
-// (the check keeps every answer, as a detector's question does).
-func (f *family) checkKeptLocked() error {
-	var err error
-	f.forEachWaiterLocked(func(w *waiter) {
-		if err != nil || w.shared || !w.lw.Active() {
-			return
-		}
-		kept := f.keptBlockersLocked(w, nil)
-		if fresh := f.nearestBlockersLocked(&w.request, w.seq, nil); !slices.Equal(kept, fresh) {
-			err = fmt.Errorf("%v waiting for %v keeps blockers %v, a fresh walk finds %v", w.txn, w.r, kept, fresh)
-		}
-	})
-	return err
 }

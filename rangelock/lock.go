@@ -152,9 +152,6 @@ type waiter struct {
 	// ahead) they are its own conflicts, blockersLocked, and the key's
 	// Lock counts it in Det().Own.
 	shared bool
-	// blk is the detector's last answer, kept while nothing changes it
-	// (blkcache.go); guarded like the waiter's queue.
-	blk blkCache
 }
 
 func waiterOf(lw *lockwait.Waiter) *waiter { return lw.Ext.(*waiter) }
@@ -382,9 +379,6 @@ func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 			l.Det().Own++
 		}
 		l.Enqueue(w.lw)
-		if w.upgrade {
-			l.Det().Version++ // ahead of the key's waiters (blkcache.go)
-		}
 		s.counters.BeginWait()
 	} else {
 		w.key = nil
@@ -406,45 +400,34 @@ func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 }
 
 // waitsForLocked appends to dst whom q, at queue position seq, waits for,
-// by internal/waitsfor's rule (what Status and a timeout's error report):
-// its nearest conflicting requests ahead, else its conflicting holders.
-// For a point request l is its key's Lock (nil: none) and self its waiter
-// in l's queue (nil: q is not queued): with no wide waiter in the family
-// the walk goes back from it to the nearest Exclusive request and no
-// further, so a timeout on a hot key does not walk its queue.
+// sorted and once each: the rule of txnlock.WaitStatus.Blockers, which
+// Status shows and a timeout's error reports. A point request with no
+// overlapping wide request queued ahead of it waits behind its key's
+// queue alone: its nearest conflicting requests there, else the key's
+// conflicting holders, point and wide. For a point request l is its key's
+// Lock (nil: none) and self its waiter in l's queue (nil: q is not
+// queued); the walk goes back from it to the nearest Exclusive request
+// and no further, so a timeout on a hot key does not walk its queue. Any
+// other request is answered with its nearest blockers over every queue
+// it overlaps (nearestBlockersLocked).
 func (f *family) waitsForLocked(q *request, seq uint64, l *locktable.Lock, self *lockwait.Waiter, dst []txnlock.TxnID) []txnlock.TxnID {
-	if q.point() && f.wide.Len() == 0 {
-		if l != nil && f.tree.Len() == 0 {
-			// The key's Lock knows every holder and every request.
-			if self != nil {
-				return l.WaitsFor(dst, self)
-			}
-			return l.WaitsForNew(dst, q.txn, q.mode, q.upgrade)
-		}
-		if !q.upgrade && l != nil {
-			last := l.Back()
-			if self != nil {
-				last = self.Prev()
-			}
-			n := len(dst)
-			if dst = waitsfor.Nearest(dst, locktable.Backward(last), q.txn, q.mode); len(dst) > n {
-				return dst
-			}
-		}
-		return f.holderConflictsLocked(q, dst)
+	if !q.point() || (!q.upgrade && f.wideWaiterAheadLocked(q.r, seq)) {
+		return f.nearestBlockersLocked(q, seq, dst)
 	}
-	if !q.upgrade {
-		ahead := f.queuedAheadLocked(q, seq)
-		back := func(yield func(int, waitsfor.Request) bool) {
-			for i := len(ahead) - 1; i >= 0; i-- {
-				w := ahead[i]
-				if !yield(i, waitsfor.Request{Txn: w.txn, Mode: w.mode, Upgrade: w.upgrade}) {
-					return
-				}
-			}
+	if l != nil && f.tree.Len() == 0 {
+		// The key's Lock knows every holder and every request.
+		if self != nil {
+			return l.WaitsFor(dst, self)
+		}
+		return l.WaitsForNew(dst, q.txn, q.mode, q.upgrade)
+	}
+	if !q.upgrade && l != nil {
+		last := l.Back()
+		if self != nil {
+			last = self.Prev()
 		}
 		n := len(dst)
-		if dst = waitsfor.Nearest(dst, back, q.txn, q.mode); len(dst) > n {
+		if dst = waitsfor.Nearest(dst, locktable.Backward(last), q.txn, q.mode); len(dst) > n {
 			return dst
 		}
 	}
@@ -469,8 +452,8 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 		mu := f.lockStripe(w.stripe)
 		finish(&s.counters)
 		l := w.lock
+		again := f.behindLocked(w)
 		l.Leave(w.lw)
-		again := f.pointLeftLocked(l, w)
 		f.leftQueueLocked(l, w)
 		if l.Queued() > 0 {
 			f.recheckQueueLocked(s, l)
@@ -488,9 +471,9 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 	}
 	f.lockStripes()
 	finish(&f.wideCounters)
+	again := f.behindLocked(w)
 	f.wide.Remove(w.lw)
 	f.wideIdx.remove(w)
-	again := f.wideLeftLocked(w)
 	f.recheckPointsLocked(rs)
 	f.recheckWideLocked(rs)
 	f.unlockStripes()

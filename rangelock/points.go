@@ -143,7 +143,6 @@ func (s *stripe) grantPointLocked(l *locktable.Lock, holds *locktable.Holds, mod
 	if holds.Len() > n {
 		s.pointMem += holdBytes
 	}
-	s.f.pointChangedLocked(l, holds.Txn)
 }
 
 // releaseHoldLocked removes txn's hold on l (locktable.Lock.Release),
@@ -155,7 +154,6 @@ func (s *stripe) releaseHoldLocked(l *locktable.Lock, txn txnlock.TxnID) bool {
 		return false
 	}
 	s.releasedLocked(l)
-	s.f.pointChangedLocked(l, txn)
 	return true
 }
 
@@ -424,6 +422,20 @@ func (f *family) wideWaiterOverlapsLocked(r txnlock.Range) bool {
 		found = true
 		return false
 	})
+	return found
+}
+
+// wideWaiterAheadLocked reports whether an active wide waiter queued
+// before seq overlaps r: a point request behind one waits for more than
+// its key's queue. Any stripe is held.
+func (f *family) wideWaiterAheadLocked(r txnlock.Range, seq uint64) bool {
+	found := false
+	if f.wide.Len() > 0 {
+		f.wideIdx.overlapping(r, seq, func(w *waiter) bool {
+			found = w.lw.Active()
+			return !found
+		})
+	}
 	return found
 }
 

@@ -46,7 +46,6 @@ func (f *family) unlockStripes() {
 		for i := 1; i < len(f.stripes); i++ {
 			f.stripes[i].mu.Lock()
 		}
-		clear(f.stamps) // kept only while fused (blkcache.go)
 		f.fused.Store(false)
 	case active:
 		f.fused.Store(true)
@@ -269,6 +268,17 @@ func queueOrder(a, b *waiter) int {
 	return cmp.Or(cmpUpgrade(a.upgrade && a.point(), b.upgrade && b.point()), cmp.Compare(a.seq, b.seq))
 }
 
+// cmpUpgrade orders upgrades before other requests.
+func cmpUpgrade(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return -1
+	}
+	return 1
+}
+
 // conflictAheadLocked reports whether an active, incompatible request of
 // another transaction overlapping q is queued ahead of seq. It stops at
 // the first one, so a new request on a hot key pays O(1), not a walk of
@@ -372,7 +382,6 @@ func (f *family) acquireWideLocked(txn txnlock.TxnID, r txnlock.Range, mode txnl
 	f.wideSeen = true
 	f.tree.Acquire(txn, r, mode)
 	f.syncTreeMemLocked()
-	f.wideChangedLocked(r, txn)
 }
 
 // wideOverlapsLocked reports whether a waiting wide request overlaps one
