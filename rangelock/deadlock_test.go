@@ -290,12 +290,3 @@ func TestDeadlockClosedByAGrantPastTheQueue(t *testing.T) {
 	require.NoError(t, m.UnlockAll(2))
 }
 
-// blockersOf returns whom txn's wait waits for in st.
-func blockersOf(st txnlock.Status, txn txnlock.TxnID) []txnlock.TxnID {
-	for _, w := range st.Waits {
-		if w.Txn == txn {
-			return w.Blockers
-		}
-	}
-	return nil
-}

@@ -5,7 +5,6 @@ import (
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/latch"
-	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/internal/waitsfor"
 )
@@ -128,7 +127,7 @@ func (f *family) detBlockersLocked(w *waiter, dst []txnlock.TxnID) []txnlock.Txn
 	if w.shared {
 		return f.stripes[w.stripe].keyHoldersLocked(w.lock, dst)
 	}
-	return f.nearestBlockersLocked(&w.request, w.seq, dst)
+	return f.keptBlockersLocked(w, dst)
 }
 
 // nearestBlockersLocked appends to dst, sorted and once each, the
@@ -185,56 +184,3 @@ func (f *family) nearestBlockersAheadLocked(q *request, seq uint64, dst []txnloc
 	return sortUnique(dst, base), ahead
 }
 
-// behindLocked returns, with a detector, the waits that may have named
-// waiter w, which leaves its queue without a grant, among whom they wait
-// for: the active waiters queued behind it that overlap it and conflict
-// with it, but for point waiters answered by their key's holders (shared),
-// whose answer never names a request. They wait now for what w waited
-// for, which their answers did not show, so a cycle may run through them
-// that no new wait reports: the caller hands them to the detector's
-// Recheck once the latches are released. w's lock(s) are held: every
-// latch for a wide waiter, and for a point waiter its stripe's, which
-// guards the wide waiters too while a wide waiter overlaps it (the family
-// is fused).
-func (f *family) behindLocked(w *waiter) []recheck {
-	if f.m.det == nil {
-		return nil
-	}
-	var out []recheck
-	add := func(c *waiter) bool {
-		if c.txn != w.txn && !c.shared && c.lw.Active() && !c.mode.Compatible(w.mode) &&
-			c.r.Overlaps(w.r) && queueOrder(w, c) < 0 {
-			out = append(out, recheck{c.lw, c.txn})
-		}
-		return true
-	}
-	each := func(l *locktable.Lock) bool {
-		for lw := l.Front(); lw != nil; lw = lw.Next() {
-			add(waiterOf(lw))
-		}
-		return true
-	}
-	if w.point() {
-		each(w.lock)
-	} else {
-		f.queuedLocked(w.r, each)
-	}
-	if f.wide.Len() > 0 {
-		f.wideIdx.overlapping(w.r, newRequest, add)
-	}
-	return out
-}
-
-// recheck is a wait to search from again, and its transaction.
-type recheck struct {
-	lw  *lockwait.Waiter
-	txn txnlock.TxnID
-}
-
-// recheckAll asks the detector to search from each wait of rs. No latch
-// is held.
-func (f *family) recheckAll(rs []recheck) {
-	for _, r := range rs {
-		f.m.det.Recheck(r.lw, r.txn)
-	}
-}

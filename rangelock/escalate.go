@@ -26,6 +26,7 @@ func (f *family) escalate() {
 	}
 	f.orderPointsLocked() // mayJoinLocked scans points by range
 	f.escalations++
+	f.newEpochLocked()
 	for _, txn := range f.m.txns.inFamily(f) {
 		for _, run := range f.exclusiveRunsLocked(txn) {
 			hull, err := txnlock.RangeFromBounds(run[0].Start(), run[len(run)-1].End())

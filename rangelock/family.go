@@ -49,6 +49,11 @@ type family struct {
 	// wideSeen is set once any wide lock was granted in the family; until
 	// then a point release never looks for wide copies.
 	wideSeen bool
+	// blkEpoch and the transactions' stamps tell a waiter whether its
+	// kept answer to the detector still holds (blkcache.go).
+	blkEpoch  uint64
+	stamps    map[txnlock.TxnID]uint64
+	lastStamp uint64
 	// queuedBuf is queuedAheadLocked's scratch: the requests ahead, as
 	// internal/waitsfor reads them, used with every latch held.
 	queuedBuf []waitsfor.Queued

@@ -2,6 +2,7 @@ package rangelock
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/txnlock/txnlock/internal/locktable"
 )
@@ -20,7 +21,9 @@ import (
 //   - every queued waiter names its Lock, Det().Own counts those that are
 //     not shared, and no shared one has an overlapping wide waiter queued
 //     before it (the detector's Blockers of it are its key's holders);
-//   - the held count and the point memory match the Locks.
+//   - the held count and the point memory match the Locks;
+//   - every active waiter that is not shared keeps the answer to the
+//     detector that a fresh walk gives (checkKeptLocked).
 func (m *Manager) checkInvariants() error {
 	if m.closed.Load() {
 		return nil
@@ -54,6 +57,9 @@ func (f *family) checkLocked() error {
 		if err := f.checkStripeLocked(&f.stripes[i]); err != nil {
 			return fmt.Errorf("stripe %d: %w", i, err)
 		}
+	}
+	if err := f.checkKeptLocked(); err != nil {
+		return err
 	}
 	for _, txn := range f.m.txns.inFamily(f) {
 		for _, sp := range f.m.txns.pointsIn(txn, f) {
@@ -153,4 +159,22 @@ func (f *family) linkedWideAheadLocked(w *waiter) bool {
 		return false
 	})
 	return found
+}
+
+// checkKeptLocked asks every active waiter that is not shared for its
+// nearest blockers, kept or fresh, and compares them with a fresh walk: a
+// change that marked no kept answer shows at the next check after it
+// (the check keeps every answer, as a detector's question does).
+func (f *family) checkKeptLocked() error {
+	var err error
+	f.forEachWaiterLocked(func(w *waiter) {
+		if err != nil || w.shared || !w.lw.Active() {
+			return
+		}
+		kept := f.keptBlockersLocked(w, nil)
+		if fresh := f.nearestBlockersLocked(&w.request, w.seq, nil); !slices.Equal(kept, fresh) {
+			err = fmt.Errorf("%v waiting for %v keeps blockers %v, a fresh walk finds %v", w.txn, w.r, kept, fresh)
+		}
+	})
+	return err
 }

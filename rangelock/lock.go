@@ -146,6 +146,9 @@ type waiter struct {
 	seq uint64 // the order in which the family's waiters queued
 	// lock is a point waiter's key's Lock, whose queue holds lw.
 	lock *locktable.Lock
+	// blk is the detector's last answer, kept while nothing changes it
+	// (blkcache.go); guarded like the waiter's queue.
+	blk blkCache
 	// shared: a point waiter that had no overlapping wide waiter ahead
 	// when it queued. The detector's Blockers of it are its key's holders
 	// (the contraction; see detect.go). Otherwise (wide, or a wide waiter
@@ -379,6 +382,9 @@ func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 			l.Det().Own++
 		}
 		l.Enqueue(w.lw)
+		if w.upgrade {
+			l.Det().Version++ // ahead of the key's waiters (blkcache.go)
+		}
 		s.counters.BeginWait()
 	} else {
 		w.key = nil
@@ -452,8 +458,8 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 		mu := f.lockStripe(w.stripe)
 		finish(&s.counters)
 		l := w.lock
-		again := f.behindLocked(w)
 		l.Leave(w.lw)
+		again := f.pointLeftLocked(l, w)
 		f.leftQueueLocked(l, w)
 		if l.Queued() > 0 {
 			f.recheckQueueLocked(s, l)
@@ -471,9 +477,9 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 	}
 	f.lockStripes()
 	finish(&f.wideCounters)
-	again := f.behindLocked(w)
 	f.wide.Remove(w.lw)
 	f.wideIdx.remove(w)
+	again := f.wideLeftLocked(w)
 	f.recheckPointsLocked(rs)
 	f.recheckWideLocked(rs)
 	f.unlockStripes()

@@ -143,6 +143,7 @@ func (s *stripe) grantPointLocked(l *locktable.Lock, holds *locktable.Holds, mod
 	if holds.Len() > n {
 		s.pointMem += holdBytes
 	}
+	s.f.pointChangedLocked(l, holds.Txn)
 }
 
 // releaseHoldLocked removes txn's hold on l (locktable.Lock.Release),
@@ -154,6 +155,7 @@ func (s *stripe) releaseHoldLocked(l *locktable.Lock, txn txnlock.TxnID) bool {
 		return false
 	}
 	s.releasedLocked(l)
+	s.f.pointChangedLocked(l, txn)
 	return true
 }
 

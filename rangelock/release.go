@@ -150,6 +150,7 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 		if err := f.tree.Release(txn, x, nil); err != nil {
 			panic("rangelock: internal error: releasing a held piece: " + err.Error())
 		}
+		f.wideChangedLocked(x, txn)
 	}
 	f.syncTreeMemLocked()
 	for _, p := range points {
@@ -217,7 +218,10 @@ func (f *family) unlockAllWide(txn txnlock.TxnID, t *famTouch) {
 		return
 	}
 	var wideRel, all []txnlock.Range
-	f.tree.ReleaseAll(txn, func(r txnlock.Range) { wideRel = append(wideRel, r) })
+	f.tree.ReleaseAll(txn, func(r txnlock.Range) {
+		wideRel = append(wideRel, r)
+		f.wideChangedLocked(r, txn)
+	})
 	f.syncTreeMemLocked()
 	for i := range f.stripes {
 		s := &f.stripes[i]
@@ -254,6 +258,7 @@ func (f *family) releaseAllPointsLocked(s *stripe, txn txnlock.TxnID, sp *stripe
 	sp.list.ReleaseAll(func(l *locktable.Lock) {
 		n++
 		s.releasedLocked(l)
+		f.pointChangedLocked(l, txn)
 		if rel != nil {
 			*rel = append(*rel, txnlock.Point(bytes.Clone(l.KeyBytes())))
 		}

@@ -46,6 +46,7 @@ func (f *family) unlockStripes() {
 		for i := 1; i < len(f.stripes); i++ {
 			f.stripes[i].mu.Lock()
 		}
+		clear(f.stamps) // kept only while fused (blkcache.go)
 		f.fused.Store(false)
 	case active:
 		f.fused.Store(true)
@@ -382,6 +383,7 @@ func (f *family) acquireWideLocked(txn txnlock.TxnID, r txnlock.Range, mode txnl
 	f.wideSeen = true
 	f.tree.Acquire(txn, r, mode)
 	f.syncTreeMemLocked()
+	f.wideChangedLocked(r, txn)
 }
 
 // wideOverlapsLocked reports whether a waiting wide request overlaps one
