@@ -289,4 +289,3 @@ func TestDeadlockClosedByAGrantPastTheQueue(t *testing.T) {
 	require.NoError(t, <-t2)
 	require.NoError(t, m.UnlockAll(2))
 }
-

@@ -183,4 +183,3 @@ func (f *family) nearestBlockersAheadLocked(q *request, seq uint64, dst []txnloc
 	})
 	return sortUnique(dst, base), ahead
 }
-
