@@ -56,7 +56,7 @@
 //
 // # Lock order
 //
-//	Manager.cfMu ─▶ stripe latch ─▶ txntable stripe latch
+//	the registry's Mu ─▶ stripe latch ─▶ a record stripe's Mu (internal/shell)
 //	the Detector's locks ─▶ stripe latch (its questions)
 //
 // A goroutine holds at most one stripe latch, except DropColumnFamily,

@@ -14,10 +14,7 @@ import (
 //     names its column family;
 //   - the stripe's held count matches.
 func (m *Manager) checkInvariants() error {
-	for _, lm := range m.cfs.Load().byIdx {
-		if lm == nil {
-			continue
-		}
+	for _, lm := range m.cfs.All {
 		for i := range lm.strip {
 			st := &lm.strip[i]
 			st.mu.Lock()
@@ -72,11 +69,7 @@ func (m *Manager) checkLockLocked(lm *lockMap, st *stripe, h uint64, l *locktabl
 	}
 	var err error
 	l.Holders(func(hd *locktable.Holder) bool {
-		ts := m.txns.Stripe(hd.Txn())
-		ts.Mu.Lock()
-		rec := ts.GetLocked(hd.Txn())
-		ok := hd.InHolds() && rec != nil && &rec.holds == hd.List()
-		ts.Mu.Unlock()
+		ok := m.txns.Recorded(hd)
 		switch {
 		case !ok:
 			err = fmt.Errorf("key %q: hold of %v not at its slot in a live record", l.Key(), hd.Txn())

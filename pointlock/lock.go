@@ -34,7 +34,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 			return lockErr("lock", req, nil, txnlock.ErrLockLimit)
 		}
 		l = st.tab.New(pos, h, key)
-		m.grantLocked(st, l, req.Txn, req.Mode)
+		m.txns.Grant(l, req.Txn, req.Mode, st.cfIdx)
 		st.held++
 		st.c.Acquired++
 		st.mu.Unlock()
@@ -60,7 +60,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 		// its waiters wait for req.Txn, which may wait elsewhere
 		// (txnlock.WaitGraph.Passed).
 		passed := m.det != nil && l.Queued() > 0 && l.ModeOf(req.Txn) != 0
-		m.grantLocked(st, l, req.Txn, req.Mode)
+		m.txns.Grant(l, req.Txn, req.Mode, st.cfIdx)
 		st.c.Acquired++
 		st.mu.Unlock()
 		if passed {
@@ -119,7 +119,7 @@ func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request) (key []by
 			return nil, nil, 0, err
 		}
 	}
-	if lm = m.cfs.Load().get(req.CF); lm == nil {
+	if lm = m.cfs.Get(req.CF); lm == nil {
 		return nil, nil, 0, txnlock.ErrUnknownColumnFamily
 	}
 	if err = ctx.Err(); err != nil {
@@ -197,18 +197,6 @@ func (m *Manager) enqueueLocked(st *stripe, l *locktable.Lock, req *txnlock.Requ
 		w.Stamp = m.det.Stamp()
 	}
 	return w
-}
-
-// locksHeld is how many locks txn holds in this manager.
-func (m *Manager) locksHeld(txn txnlock.TxnID) int {
-	ts := m.txns.Stripe(txn)
-	ts.Mu.Lock()
-	n := 0
-	if rec := ts.GetLocked(txn); rec != nil {
-		n = rec.holds.Len()
-	}
-	ts.Mu.Unlock()
-	return n
 }
 
 func lockErr(op string, req txnlock.Request, blockers []txnlock.TxnID, err error) error {

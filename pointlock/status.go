@@ -14,10 +14,7 @@ import (
 func (m *Manager) Status() txnlock.Status {
 	var s txnlock.Status
 	var snap locktable.Snapshot
-	for _, lm := range m.cfs.Load().byIdx {
-		if lm == nil {
-			continue
-		}
+	for _, lm := range m.cfs.All {
 		for i := range lm.strip {
 			st := &lm.strip[i]
 			st.mu.Lock()
@@ -33,13 +30,10 @@ func (m *Manager) Status() txnlock.Status {
 // Stats returns the manager's counters, summed over stripes (and over the
 // column families dropped so far).
 func (m *Manager) Stats() txnlock.Stats {
-	m.cfMu.Lock() // no column family is dropped meanwhile
-	defer m.cfMu.Unlock()
-	s := m.retired
-	for _, lm := range m.cfs.Load().byIdx {
-		if lm == nil {
-			continue
-		}
+	m.cfs.Mu.Lock() // no column family is dropped meanwhile
+	defer m.cfs.Mu.Unlock()
+	s := m.cfs.Retired
+	for _, lm := range m.cfs.All {
 		for i := range lm.strip {
 			st := &lm.strip[i]
 			st.mu.Lock()
