@@ -52,7 +52,7 @@ func (m *Manager) checkStripeLocked(lm *lockMap, st *stripe) error {
 }
 
 func (m *Manager) checkLockLocked(lm *lockMap, st *stripe, h uint64, l *locktable.Lock, held *int64) error {
-	if m.hashString(l.Key()) != h {
+	if hk, _ := m.hashString(l.Key()); hk != h {
 		return fmt.Errorf("cf %d key %q under the wrong hash", lm.cf, l.Key())
 	}
 	if st.tab.FindString(h, l.Key()) != l {

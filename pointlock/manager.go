@@ -61,7 +61,10 @@ func (m *Manager) Options() Options { return m.opts }
 
 func (m *Manager) hash(key []byte) uint64 { return keytable.Sum(&m.kh, key) & m.hashMask }
 
-func (m *Manager) hashString(key string) uint64 { return keytable.Sum(&m.kh, key) & m.hashMask }
+// hashString hashes a key for Records.Next (the stripe is the hash's).
+func (m *Manager) hashString(key string) (uint64, int) {
+	return keytable.Sum(&m.kh, key) & m.hashMask, 0
+}
 
 // AddColumnFamily registers cf. ErrColumnFamilyExists if it exists,
 // ErrUnknownColumnFamily if it is negative.

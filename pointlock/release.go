@@ -114,7 +114,7 @@ func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
 		// Take the last hold from the record, then release it under its
 		// key's stripe (stripe before record is the lock order, so the two
 		// are taken one after the other and the key is looked up again).
-		l, h, home, _, done := m.txns.Next(txn, m.hashString)
+		l, h, _, home, _, done := m.txns.Next(txn, m.hashString)
 		if done {
 			return nil
 		}

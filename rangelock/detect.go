@@ -5,6 +5,7 @@ import (
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/latch"
+	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/internal/waitsfor"
 )
@@ -79,20 +80,17 @@ type lockCounter struct{ m *Manager }
 
 var _ txnlock.LockCounter = lockCounter{}
 
-// LocksHeld is how many ranges txn holds in the manager: in each family
-// it touched, its wide locks (in the family's tree) and its
-// points, counted under that family's latches.
+// LocksHeld is how many ranges txn holds in the manager: its points, and
+// its wide locks in each family where it may hold some, counted under
+// that family's latches.
 func (c lockCounter) LocksHeld(txn txnlock.TxnID) int {
-	n := 0
-	for _, f := range c.m.txns.families(txn) {
-		f.lockStripes()
-		if f.dead == nil {
+	n := c.m.txns.Count(txn)
+	for _, f := range c.m.fams.All {
+		if c.m.txns.Wide(txn, f.idx) {
+			f.lockStripes()
 			n += f.tree.TxnCount(txn)
-			for _, sp := range c.m.txns.pointsIn(txn, f) {
-				n += sp.list.Len()
-			}
+			f.unlockStripes()
 		}
-		f.unlockStripes()
 	}
 	return n
 }
@@ -101,7 +99,12 @@ func (c lockCounter) LocksHeld(txn txnlock.TxnID) int {
 // may then skip requests ahead of it (waitsfor.Queued's MaySkip). Every
 // stripe is held.
 func (f *family) holdsAnyLocked(txn txnlock.TxnID) bool {
-	return f.tree.TxnCount(txn) > 0 || f.m.txns.holdsPointsIn(txn, f)
+	held := f.tree.TxnCount(txn) > 0
+	f.pointsOfLocked(txn, func(*locktable.Lock, txnlock.Mode) bool {
+		held = true
+		return false
+	})
+	return held
 }
 
 // lockWaiting takes the lock(s) that guard waiter w's queue and reports

@@ -27,17 +27,15 @@ func (f *family) escalate() {
 	f.orderPointsLocked() // mayJoinLocked scans points by range
 	f.escalations++
 	f.newEpochLocked()
-	for _, txn := range f.m.txns.inFamily(f) {
+	for _, txn := range f.m.txns.Txns(f.idx) {
 		for _, run := range f.exclusiveRunsLocked(txn) {
 			hull, err := txnlock.RangeFromBounds(run[0].Start(), run[len(run)-1].End())
 			if err != nil {
 				panic("rangelock: internal error: escalation hull: " + err.Error())
 			}
-			f.m.txns.noteWide(txn, f)
+			f.m.txns.NoteWide(txn, f.idx)
 			f.acquireWideLocked(txn, hull, txnlock.Exclusive)
-			for _, sp := range f.m.txns.pointsIn(txn, f) {
-				f.stripes[sp.idx].releasePointsInLocked(txn, &sp.list, hull) // covered now
-			}
+			f.releasePointsInLocked(txn, hull) // covered now
 		}
 	}
 	for i := range f.stripes {
@@ -59,14 +57,12 @@ func (f *family) exclusiveRunsLocked(txn txnlock.TxnID) [][]txnlock.Range {
 		}
 		return true
 	})
-	for _, sp := range f.m.txns.pointsIn(txn, f) {
-		sp.list.All(func(hd *locktable.Holder) bool {
-			if hd.Mode() == txnlock.Exclusive {
-				xs = append(xs, txnlock.Point(hd.Lock().KeyBytes()))
-			}
-			return true
-		})
-	}
+	f.pointsOfLocked(txn, func(l *locktable.Lock, m txnlock.Mode) bool {
+		if m == txnlock.Exclusive {
+			xs = append(xs, txnlock.Point(l.KeyBytes()))
+		}
+		return true
+	})
 	xs = mergeRanges(xs)
 	var runs [][]txnlock.Range
 	var run []txnlock.Range

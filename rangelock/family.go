@@ -17,6 +17,7 @@ import (
 // waiters.
 type family struct {
 	id      txnlock.ColumnFamily
+	idx     uint16 // its index in the registry, which its holds keep
 	m       *Manager
 	stripes []stripe
 
@@ -88,11 +89,6 @@ type stripeState struct {
 	mu  latch.Mutex
 	idx int32   // the stripe's index in f.stripes; immutable
 	f   *family // immutable
-	// lastTxn's entry for this stripe is lastSP: a transaction that
-	// locks here again skips the transaction table. UnlockAll of
-	// lastTxn clears it.
-	lastTxn txnlock.TxnID
-	lastSP  *stripePoints
 	// points are the Locks of the keys that hash to the stripe, held or
 	// only waited for (see points.go), with their queues of point
 	// requests.
@@ -109,8 +105,8 @@ type stripeState struct {
 	counters lockwait.Counters
 }
 
-func newFamily(m *Manager, cf txnlock.ColumnFamily) *family {
-	f := &family{id: cf, m: m, stripes: make([]stripe, m.opts.Stripes), tree: locktree.New()}
+func newFamily(m *Manager, cf txnlock.ColumnFamily, idx uint16) *family {
+	f := &family{id: cf, idx: idx, m: m, stripes: make([]stripe, m.opts.Stripes), tree: locktree.New()}
 	f.src.f = f
 	for i := range f.stripes {
 		s := &f.stripes[i]

@@ -16,8 +16,8 @@ import (
 //   - the family is fused exactly while it has wide activity, and then
 //     every stripe has an ordered index, which holds exactly the table's
 //     Locks;
-//   - every holder is at its slot in its transaction's Holds for the
-//     stripe, and every hold of those Holds is on a Lock of the table;
+//   - every holder is at its slot in its transaction's live record and
+//     names its family;
 //   - every queued waiter names its Lock, Det().Own counts those that are
 //     not shared, and no shared one has an overlapping wide waiter queued
 //     before it (the detector's Blockers of it are its key's holders);
@@ -28,7 +28,7 @@ func (m *Manager) checkInvariants() error {
 	if m.closed.Load() {
 		return nil
 	}
-	for _, f := range *m.fams.Load() {
+	for _, f := range m.fams.All {
 		f.lockStripes()
 		err := f.checkLocked()
 		f.unlockStripes()
@@ -61,27 +61,6 @@ func (f *family) checkLocked() error {
 	if err := f.checkKeptLocked(); err != nil {
 		return err
 	}
-	for _, txn := range f.m.txns.inFamily(f) {
-		for _, sp := range f.m.txns.pointsIn(txn, f) {
-			s := &f.stripes[sp.idx]
-			var err error
-			sp.list.All(func(hd *locktable.Holder) bool {
-				l := hd.Lock()
-				switch {
-				case sp.list.Txn != txn:
-					err = fmt.Errorf("the Holds of %v in stripe %d name %v", txn, sp.idx, sp.list.Txn)
-				case !hd.InHolds():
-					err = fmt.Errorf("a hold of %v is not at its slot", txn)
-				case !s.points.Has(f.m.keyHash(l.KeyBytes()), l):
-					err = fmt.Errorf("%v holds key %q, not in stripe %d", txn, l.Key(), sp.idx)
-				}
-				return err == nil
-			})
-			if err != nil {
-				return err
-			}
-		}
-	}
 	return nil
 }
 
@@ -93,9 +72,12 @@ func (f *family) checkStripeLocked(s *stripe) error {
 		if l.Held() {
 			held++
 			mem += pointLockBytes + keyBytes(len(l.Key()))
-			l.Holders(func(*locktable.Holder) bool {
+			l.Holders(func(hd *locktable.Holder) bool {
 				mem += holdBytes
-				return true
+				if !f.m.txns.Recorded(hd) || hd.Home != f.idx {
+					err = fmt.Errorf("key %q: the hold of %v is not at its slot in its live record, or names family %d", l.Key(), hd.Txn(), hd.Home)
+				}
+				return err == nil
 			})
 		}
 		return err == nil

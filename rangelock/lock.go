@@ -73,7 +73,7 @@ func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request, point boo
 	if err != nil {
 		return nil, 0, err
 	}
-	f, err := m.family(req.CF)
+	f, err := m.fams.Family(req.CF)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -81,22 +81,6 @@ func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request, point boo
 		return nil, 0, err
 	}
 	return f, timeout, nil
-}
-
-// family returns the registered column family cf: the registry's read
-// side (one atomic load), which every request takes on its way in.
-func (m *Manager) family(cf txnlock.ColumnFamily) (*family, error) {
-	if cf == txnlock.DefaultColumnFamily {
-		return m.def, nil
-	}
-	if cf < 0 {
-		return nil, txnlock.ErrUnknownColumnFamily
-	}
-	f := (*m.fams.Load())[cf]
-	if f == nil {
-		return nil, txnlock.ErrUnknownColumnFamily
-	}
-	return f, nil
 }
 
 // lockErr wraps err for the request.
@@ -131,8 +115,6 @@ type request struct {
 	// request queued while the family had no wide activity: no wide
 	// request is ahead of it.
 	idle, holder bool
-	// tp is the transaction's Holds in the stripe of a point request.
-	tp *locktable.Holds
 }
 
 func (q *request) point() bool { return q.stripe != wideStripe }
@@ -197,8 +179,7 @@ func (s *stripe) lockPointFastLocked(txn txnlock.TxnID, key []byte, h uint64, mo
 	case !f.m.mem.fitsPointLocked(s, len(key)):
 		return false, nil // escalation, or ErrLockLimit
 	default:
-		holds := s.txnPointsLocked(txn)
-		s.grantPointLocked(s.newLockLocked(pos, h, key), holds, mode, nil)
+		s.grantPointLocked(s.newLockLocked(pos, h, key), txn, mode, nil)
 		s.syncMemLocked(&f.m.mem)
 	}
 	s.counters.Acquired++ // a grant, or a re-lock (a no-op)
@@ -210,7 +191,7 @@ func (s *stripe) lockPointFastLocked(txn txnlock.TxnID, key []byte, h uint64, mo
 func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([]txnlock.TxnID, error) {
 	m := f.m
 	if !q.point() {
-		m.txns.noteWide(q.txn, f)
+		m.txns.NoteWide(q.txn, f.idx)
 	}
 	var held *latch.Mutex // what lockReqLocks took
 	for escalated := false; ; escalated = true {
@@ -222,9 +203,6 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 		}
 		if !q.point() {
 			f.orderPointsLocked() // blockersLocked scans points by range
-		}
-		if q.point() {
-			q.tp = f.stripes[q.stripe].txnPointsLocked(q.txn)
 		}
 		if f.coveredLocked(q, q.mode) {
 			f.countersLocked(q).Acquired++ // a re-lock is a no-op
@@ -342,7 +320,7 @@ func (f *family) acquireLocked(q *request, l *locktable.Lock) {
 		if l == nil {
 			l = s.lockForLocked(q.h, q.key)
 		}
-		s.grantPointLocked(l, q.tp, q.mode, nil)
+		s.grantPointLocked(l, q.txn, q.mode, nil)
 		s.counters.Acquired++
 		s.syncMemLocked(&f.m.mem)
 		return
@@ -467,11 +445,14 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 		if l.Empty() {
 			s.dropLocked(w.h, l)
 		}
-		// The overlapping wide waiters: those queued behind w may wait
-		// for it no more.
-		wide := f.wide.Len() > 0 && f.wideOverlapsLocked(rs)
-		mu.Unlock()
-		f.recheckWide(wide, rs)
+		if f.wide.Len() == 0 {
+			mu.Unlock()
+		} else {
+			// The overlapping wide waiters, which may have waited for
+			// w: the family is fused, so mu is its one latch.
+			f.recheckWideLocked(rs)
+			f.unlockStripes()
+		}
 		f.recheckAll(again)
 		return blockers
 	}

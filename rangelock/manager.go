@@ -1,13 +1,12 @@
 package rangelock
 
 import (
-	"maps"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/keytable"
+	"github.com/txnlock/txnlock/internal/shell"
 )
 
 // Manager is the range lock manager (txnlock.Manager). It is safe for
@@ -21,19 +20,9 @@ type Manager struct {
 	mask  uint64        // Stripes - 1
 
 	closed atomic.Bool
-	// fams is the column family registry, copied on write so that the hot
-	// path reads it with one atomic load. Writers hold admin.
-	fams atomic.Pointer[map[txnlock.ColumnFamily]*family]
-	def  *family // the default family, never dropped; immutable
-	// admin serializes AddColumnFamily, DropColumnFamily, Close and
-	// Stats. It comes before every stripe mutex in the lock order.
-	admin sync.Mutex
-	// retired is the counters of the dropped column families, for
-	// Stats; guarded by admin.
-	retired txnlock.Stats
-
-	txns txnTable
-	mem  memBudget
+	fams   shell.Families[family] // the column families
+	txns   shell.Records          // what each transaction holds
+	mem    memBudget
 
 	// queued, if set, is called by a request that has joined a queue,
 	// with no latch held, before it waits: the contract tests order their
@@ -60,10 +49,8 @@ func New(opts Options) (*Manager, error) {
 		m.seed = 0
 	}
 	m.mem.init(opts.MaxLockMemory)
-	m.txns.init(opts.Stripes)
-	m.def = newFamily(m, txnlock.DefaultColumnFamily)
-	fams := map[txnlock.ColumnFamily]*family{txnlock.DefaultColumnFamily: m.def}
-	m.fams.Store(&fams)
+	m.txns = shell.NewRecords(opts.Stripes)
+	m.fams.Init(func(idx uint16) *family { return newFamily(m, txnlock.DefaultColumnFamily, idx) })
 	if opts.Detector != nil {
 		m.det = opts.Detector.Attach(lockCounter{m})
 	}
@@ -75,22 +62,14 @@ func (m *Manager) Options() Options { return m.opts }
 
 // AddColumnFamily registers cf (see txnlock.Manager).
 func (m *Manager) AddColumnFamily(cf txnlock.ColumnFamily) error {
-	req := txnlock.Request{CF: cf}
-	m.admin.Lock()
-	defer m.admin.Unlock()
-	switch {
-	case m.closed.Load():
-		return lockErr("add-column-family", req, nil, txnlock.ErrClosed)
-	case cf < 0:
-		return lockErr("add-column-family", req, nil, txnlock.ErrUnknownColumnFamily)
+	m.fams.Mu.Lock()
+	defer m.fams.Mu.Unlock()
+	if m.closed.Load() {
+		return lockErr("add-column-family", txnlock.Request{CF: cf}, nil, txnlock.ErrClosed)
 	}
-	old := *m.fams.Load()
-	if old[cf] != nil {
-		return lockErr("add-column-family", req, nil, txnlock.ErrColumnFamilyExists)
+	if err := m.fams.AddLocked(cf, func(idx uint16) *family { return newFamily(m, cf, idx) }); err != nil {
+		return lockErr("add-column-family", txnlock.Request{CF: cf}, nil, err)
 	}
-	fams := maps.Clone(old)
-	fams[cf] = newFamily(m, cf)
-	m.fams.Store(&fams)
 	return nil
 }
 
@@ -98,12 +77,12 @@ func (m *Manager) AddColumnFamily(cf txnlock.ColumnFamily) error {
 // while any lock is held or requested in it, and for the default family.
 func (m *Manager) DropColumnFamily(cf txnlock.ColumnFamily) error {
 	req := txnlock.Request{CF: cf}
-	m.admin.Lock()
-	defer m.admin.Unlock()
+	m.fams.Mu.Lock()
+	defer m.fams.Mu.Unlock()
 	if m.closed.Load() {
 		return lockErr("drop-column-family", req, nil, txnlock.ErrClosed)
 	}
-	f, err := m.family(cf)
+	f, err := m.fams.Family(cf)
 	if err != nil {
 		return lockErr("drop-column-family", req, nil, err)
 	}
@@ -116,26 +95,24 @@ func (m *Manager) DropColumnFamily(cf txnlock.ColumnFamily) error {
 		return lockErr("drop-column-family", req, nil, txnlock.ErrColumnFamilyInUse)
 	}
 	f.dead = txnlock.ErrUnknownColumnFamily
-	f.addCountersLocked(&m.retired)
+	f.addCountersLocked(&m.fams.Retired)
 	f.resetMemLocked()
-	fams := maps.Clone(*m.fams.Load())
-	delete(fams, cf)
-	m.fams.Store(&fams)
+	m.fams.RemoveLocked(cf)
 	return nil
 }
 
 // Close fails every waiter with ErrClosed, drops every lock, and makes
 // every later call fail with ErrClosed. Closing twice returns ErrClosed.
 func (m *Manager) Close() error {
-	m.admin.Lock()
-	defer m.admin.Unlock()
+	m.fams.Mu.Lock()
+	defer m.fams.Mu.Unlock()
 	if m.closed.Swap(true) {
 		return &txnlock.LockError{Op: "close", Err: txnlock.ErrClosed}
 	}
-	for _, f := range *m.fams.Load() {
+	for _, f := range m.fams.All {
 		f.close()
 	}
-	m.txns.clear()
+	m.txns.Clear()
 	if m.det != nil {
 		m.det.Detach()
 	}

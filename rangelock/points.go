@@ -1,7 +1,6 @@
 package rangelock
 
 import (
-	"encoding/binary"
 	"slices"
 	"strings"
 	"unsafe"
@@ -33,10 +32,15 @@ import (
 // from the high bits) and its stripe (from the low bits; with the test
 // option fixedHash, from stripeOf, the same in every run). One hash per
 // request serves both.
-func (m *Manager) hashKey(k []byte) (uint64, int) {
-	h := m.keyHash(k)
+func (m *Manager) hashKey(k []byte) (uint64, int) { return hashKey(m, k) }
+
+// hashKeyString is hashKey of a key held as a string (Records.Next).
+func (m *Manager) hashKeyString(k string) (uint64, int) { return hashKey(m, k) }
+
+func hashKey[K string | []byte](m *Manager, k K) (uint64, int) {
+	h := keytable.Sum(&m.kh, k)
 	if m.opts.fixedHash {
-		return h, m.stripeOf(k)
+		return h, stripeOf(m, k)
 	}
 	return h, int(h & m.mask)
 }
@@ -50,17 +54,17 @@ func (m *Manager) keyHash(k []byte) uint64 { return keytable.Sum(&m.kh, k) }
 // hundred stripes (a stripe collision costs contention, never
 // correctness, so it need not resist chosen keys the way a map hash
 // does).
-func (m *Manager) stripeOf(k []byte) int {
+func stripeOf[K string | []byte](m *Manager, k K) int {
 	h := m.seed ^ uint64(len(k))*0x9e3779b97f4a7c15
 	for len(k) >= 8 {
-		h = (h ^ binary.LittleEndian.Uint64(k)) * 0xff51afd7ed558ccd
+		h = (h ^ le64(k)) * 0xff51afd7ed558ccd
 		h ^= h >> 32
 		k = k[8:]
 	}
 	if len(k) > 0 {
 		var tail uint64
-		for i, c := range k {
-			tail |= uint64(c) << (8 * i)
+		for i := range len(k) {
+			tail |= uint64(k[i]) << (8 * i)
 		}
 		h = (h ^ tail) * 0xc4ceb9fe1a85ec53
 	}
@@ -68,6 +72,15 @@ func (m *Manager) stripeOf(k []byte) int {
 	h *= 0x94d049bb133111eb
 	h ^= h >> 32
 	return int(h & m.mask)
+}
+
+// le64 reads the first 8 bytes of k, little-endian.
+func le64[K string | []byte](k K) uint64 {
+	var v uint64
+	for i := 7; i >= 0; i-- {
+		v = v<<8 | uint64(k[i])
+	}
+	return v
 }
 
 // Memory of point locks, counted like the locktree counts its segments: a
@@ -125,25 +138,24 @@ func (s *stripe) dropLocked(h uint64, l *locktable.Lock) {
 	s.points.Delete(h, l)
 }
 
-// grantPointLocked makes holds' transaction hold l in mode (or raises its
-// mode), and counts the key and the hold: at once (lw nil) after l.Decide
-// said Grant, or for lw, a waiter of l that Grants yielded and whose Claim
-// succeeded (locktable.Lock.GrantWaiter).
-func (s *stripe) grantPointLocked(l *locktable.Lock, holds *locktable.Holds, mode txnlock.Mode, lw *lockwait.Waiter) {
+// grantPointLocked makes txn hold l in mode (or raises its mode), in l
+// and in txn's record, and counts the key and the hold: at once (lw nil)
+// after l.Decide said Grant, or for lw, a waiter of l that Grants yielded
+// and whose Claim succeeded (locktable.Lock.GrantWaiter).
+func (s *stripe) grantPointLocked(l *locktable.Lock, txn txnlock.TxnID, mode txnlock.Mode, lw *lockwait.Waiter) {
 	if !l.Held() {
 		s.held++
 		s.pointMem += pointLockBytes + keyBytes(len(l.Key()))
 	}
-	n := holds.Len()
-	if lw != nil {
-		l.GrantWaiter(lw, holds, 0)
-	} else {
-		l.Grant(holds, mode, 0)
-	}
-	if holds.Len() > n {
+	if l.ModeOf(txn) == 0 {
 		s.pointMem += holdBytes
 	}
-	s.f.pointChangedLocked(l, holds.Txn)
+	if lw != nil {
+		s.f.m.txns.GrantWaiter(l, lw, s.f.idx)
+	} else {
+		s.f.m.txns.Grant(l, txn, mode, s.f.idx)
+	}
+	s.f.pointChangedLocked(l, txn)
 }
 
 // releaseHoldLocked removes txn's hold on l (locktable.Lock.Release),
@@ -151,7 +163,7 @@ func (s *stripe) grantPointLocked(l *locktable.Lock, holds *locktable.Holds, mod
 // grants nothing and keeps l: the caller re-checks l's queue and drops l
 // if it is empty.
 func (s *stripe) releaseHoldLocked(l *locktable.Lock, txn txnlock.TxnID) bool {
-	if !l.Release(txn) {
+	if !s.f.m.txns.Release(l, txn) {
 		return false
 	}
 	s.releasedLocked(l)
@@ -206,44 +218,32 @@ func (f *family) queuedLocked(r txnlock.Range, fn func(l *locktable.Lock) bool) 
 	f.ascendPointsLocked(r, func(l *locktable.Lock) bool { return l.Queued() == 0 || fn(l) })
 }
 
-// txnPointsLocked returns txn's Holds in s, registering it in the
-// transaction table on first use (the lock order allows the table under
-// a stripe).
-func (s *stripe) txnPointsLocked(txn txnlock.TxnID) *locktable.Holds {
-	sp := s.lastSP
-	if s.lastTxn != txn || sp == nil {
-		sp = s.f.m.txns.pointsOf(txn, s.f, int(s.idx))
-		s.lastTxn, s.lastSP = txn, sp
-	}
-	return &sp.list
-}
-
-// forgetTxnLocked clears the cache of txnPointsLocked for txn (UnlockAll).
-func (s *stripe) forgetTxnLocked(txn txnlock.TxnID) {
-	if s.lastTxn == txn {
-		s.lastTxn, s.lastSP = 0, nil
-	}
-}
-
 // resetPointsLocked forgets every point lock of s (Close).
 func (s *stripe) resetPointsLocked() {
 	s.points.Reset()
-	s.lastTxn, s.lastSP = 0, nil
 	s.held, s.pointMem = 0, 0
 }
 
-// releasePointsInLocked releases txn's point locks in s (holds is its
-// Holds there) with keys in r, after escalation covered them with a wide
-// lock of txn: no waiter can be granted by it.
-func (s *stripe) releasePointsInLocked(txn txnlock.TxnID, holds *locktable.Holds, r txnlock.Range) {
+// pointsOfLocked calls fn for each point lock of txn in f until fn
+// returns false. Every stripe is held.
+func (f *family) pointsOfLocked(txn txnlock.TxnID, fn func(l *locktable.Lock, mode txnlock.Mode) bool) {
+	f.m.txns.Holds(txn, f.idx, func(hd *locktable.Holder) bool { return fn(hd.Lock(), hd.Mode()) })
+}
+
+// releasePointsInLocked releases txn's point locks with keys in r, after
+// escalation covered them with a wide lock of txn: no waiter can be
+// granted by it. Every stripe is held.
+func (f *family) releasePointsInLocked(txn txnlock.TxnID, r txnlock.Range) {
 	var in []*locktable.Lock
-	holds.All(func(hd *locktable.Holder) bool {
-		if l := hd.Lock(); r.Contains(l.KeyBytes()) {
+	f.pointsOfLocked(txn, func(l *locktable.Lock, _ txnlock.Mode) bool {
+		if r.Contains(l.KeyBytes()) {
 			in = append(in, l)
 		}
 		return true
 	})
 	for _, l := range in {
+		_, si := f.m.hashKey(l.KeyBytes())
+		s := &f.stripes[si]
 		s.releaseHoldLocked(l, txn)
 		s.dropIfEmptyLocked(l)
 	}
@@ -367,7 +367,7 @@ func (f *family) grantPointWaiterLocked(s *stripe, l *locktable.Lock, w *waiter)
 	// register the grant afresh so that the next UnlockAll finds it; the
 	// woken waiter may call UnlockAll at once, and it reads the record
 	// under the transaction table's lock, not ours.
-	s.grantPointLocked(l, s.txnPointsLocked(w.txn), w.mode, lw)
+	s.grantPointLocked(l, w.txn, w.mode, lw)
 	s.counters.Acquired++
 	s.counters.EndWait(nil, since, f.m.clock.Now())
 	s.syncMemLocked(&f.m.mem)

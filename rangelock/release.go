@@ -12,9 +12,9 @@ import (
 // point waiters of a released key (its Lock's Grants: recheckQueueLocked),
 // those under a released wide range (found through the ordered index:
 // recheckPointsLocked), and the overlapping wide waiters (found through
-// wideIndex: recheckWideLocked, with every stripe held; a path that holds
-// one stripe drops it first: recheckWide). A waiter is claimed, recorded
-// and woken under the same lock(s) as the release.
+// wideIndex: recheckWideLocked, with every stripe held: a family with wide
+// waiters is fused, so a point's latch is every latch). A waiter is
+// claimed, recorded and woken under the same lock(s) as the release.
 
 // Unlock releases the part of r that txn holds in cf: all of r must be
 // held (in any mode), else ErrNotHeld and nothing changes. Unlocking part
@@ -29,18 +29,19 @@ func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.R
 	case !point && !r.Valid():
 		return unlockErr(txn, cf, r, txnlock.ErrInvalidRange)
 	}
-	f, err := m.family(cf)
-	if err != nil {
-		return unlockErr(txn, cf, r, err)
+	f, err := m.fams.Family(cf)
+	if err == nil {
+		err = f.unlock(txn, r, k, point)
 	}
-	if err := f.unlock(txn, r, k, point); err != nil {
+	if err != nil {
 		return unlockErr(txn, cf, r, err)
 	}
 	return nil
 }
 
-// UnlockAll releases every lock txn holds, in every column family, at a
-// cost proportional to the stripes it touched.
+// UnlockAll releases every lock txn holds, in every column family, one
+// point at a time and then its wide locks family by family, at a cost
+// proportional to what it holds.
 func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
 	req := txnlock.Request{Txn: txn}
 	switch {
@@ -49,15 +50,35 @@ func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
 	case !txn.Valid():
 		return lockErr("unlock-all", req, nil, txnlock.ErrInvalidTxn)
 	}
-	// Escalation may give txn new wide locks while we release: it records
-	// them in the table, so repeat until the table has nothing for txn.
 	for {
-		touched := m.txns.take(txn)
-		if touched == nil {
+		// Take what txn still holds from its record, then release it
+		// under the latches (they come before the record in the lock
+		// order). A grant or an escalation may add to the record
+		// meanwhile: Next finds it.
+		l, h, si, home, wide, done := m.txns.Next(txn, m.hashKeyString)
+		if done {
 			return nil
 		}
-		touched.touches(func(t *famTouch) { t.f.unlockAll(txn, t) })
-		m.txns.recycle(txn, touched)
+		f := m.fams.At(home)
+		if f == nil {
+			return nil // closed meanwhile
+		}
+		if wide {
+			f.unlockAllWide(txn)
+			continue
+		}
+		// l may have been released meanwhile (by a concurrent Unlock
+		// of txn) and even recycled: release it only if it is still
+		// under h and held by txn.
+		err := f.unlockPoint(txn, si, func(s *stripe) *locktable.Lock {
+			if s.points.Has(h, l) {
+				return l
+			}
+			return nil
+		})
+		if err != nil && err != txnlock.ErrNotHeld {
+			return nil // the family was closed or dropped meanwhile
+		}
 	}
 }
 
@@ -68,44 +89,13 @@ func unlockErr(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Range, err 
 
 // unlock releases r of txn (Manager.Unlock); r is [k, k] if point.
 func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool) error {
-	if point {
+	// Without wide locks of txn, [k, k] is only a point of its stripe.
+	// (wideSeen is set with every stripe held, and the record notes txn
+	// wide before it can acquire a wide lock: before a wide request runs,
+	// or under escalation's latches.)
+	if point && (!f.wideSeen || !f.m.txns.Wide(txn, f.idx)) {
 		h, si := f.m.hashKey(k)
-		s := &f.stripes[si]
-		mu := f.lockStripe(si)
-		if f.dead != nil {
-			err := f.dead
-			mu.Unlock()
-			return err
-		}
-		// Without wide locks of txn, [k, k] is only a point of its
-		// stripe. (wideSeen is set with every stripe held, and the
-		// table marks txn wide before it can acquire a wide lock:
-		// before a wide request runs, or under escalation's locks.)
-		if !f.wideSeen || !f.m.txns.hasWide(txn, f) {
-			l := s.lockOfLocked(h, k)
-			if l == nil || !s.releaseHoldLocked(l, txn) {
-				mu.Unlock()
-				return txnlock.ErrNotHeld
-			}
-			s.counters.Released++
-			s.syncMemLocked(&f.m.mem)
-			if l.Queued() > 0 {
-				f.recheckQueueLocked(s, l)
-			}
-			if l.Empty() {
-				s.dropLocked(h, l)
-			}
-			if f.wide.Len() == 0 {
-				mu.Unlock()
-				return nil
-			}
-			rs := []txnlock.Range{r}
-			wide := f.wideOverlapsLocked(rs)
-			mu.Unlock()
-			f.recheckWide(wide, rs)
-			return nil
-		}
-		mu.Unlock()
+		return f.unlockPoint(txn, si, func(s *stripe) *locktable.Lock { return s.lockOfLocked(h, k) })
 	}
 	f.lockStripes()
 	defer f.unlockStripes()
@@ -113,6 +103,40 @@ func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool
 		return f.dead
 	}
 	return f.unlockWideLocked(txn, r)
+}
+
+// unlockPoint releases txn's hold on the Lock that find returns in stripe
+// si (under its latch; nil: none), re-checks the point waiters of its key
+// and the wide waiters over it, and drops it once nobody holds or waits
+// for it. ErrNotHeld if find finds nothing or txn does not hold it.
+func (f *family) unlockPoint(txn txnlock.TxnID, si int, find func(s *stripe) *locktable.Lock) error {
+	s := &f.stripes[si]
+	mu := f.lockStripe(si)
+	if f.dead != nil {
+		mu.Unlock()
+		return f.dead
+	}
+	l := find(s)
+	if l == nil || !s.releaseHoldLocked(l, txn) {
+		mu.Unlock()
+		return txnlock.ErrNotHeld
+	}
+	s.counters.Released++
+	s.syncMemLocked(&f.m.mem)
+	if l.Queued() > 0 {
+		f.recheckQueueLocked(s, l)
+	}
+	if f.wide.Len() == 0 {
+		s.dropIfEmptyLocked(l)
+		mu.Unlock()
+		return nil
+	}
+	// Wide waiters: the family is fused, so mu is its one latch.
+	rs := []txnlock.Range{txnlock.Point(bytes.Clone(l.KeyBytes()))}
+	s.dropIfEmptyLocked(l)
+	f.recheckWideLocked(rs)
+	f.unlockStripes()
+	return nil
 }
 
 // unlockWideLocked releases r of txn: from its wide locks (in the
@@ -127,22 +151,15 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 		}
 		return true
 	})
-	type heldPoint struct {
-		s *stripe
-		l *locktable.Lock
-	}
-	var points []heldPoint
+	var points []*locktable.Lock
 	union = append(union, wide...)
-	for _, sp := range f.m.txns.pointsIn(txn, f) {
-		s := &f.stripes[sp.idx]
-		sp.list.All(func(hd *locktable.Holder) bool {
-			if l := hd.Lock(); r.Contains(l.KeyBytes()) {
-				points = append(points, heldPoint{s, l})
-				union = append(union, txnlock.Point(l.KeyBytes()))
-			}
-			return true
-		})
-	}
+	f.pointsOfLocked(txn, func(l *locktable.Lock, _ txnlock.Mode) bool {
+		if r.Contains(l.KeyBytes()) {
+			points = append(points, l)
+			union = append(union, txnlock.Point(l.KeyBytes()))
+		}
+		return true
+	})
 	if !coversAll(union, r) {
 		return txnlock.ErrNotHeld
 	}
@@ -153,9 +170,11 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 		f.wideChangedLocked(x, txn)
 	}
 	f.syncTreeMemLocked()
-	for _, p := range points {
-		p.s.releaseHoldLocked(p.l, txn)
-		p.s.dropIfEmptyLocked(p.l) // a Lock with waiters stays, for the re-check below
+	for _, l := range points {
+		_, si := f.m.hashKey(l.KeyBytes())
+		s := &f.stripes[si]
+		s.releaseHoldLocked(l, txn)
+		s.dropIfEmptyLocked(l) // a Lock with waiters stays, for the re-check below
 	}
 	for i := range f.stripes {
 		f.stripes[i].syncMemLocked(&f.m.mem)
@@ -167,120 +186,26 @@ func (f *family) unlockWideLocked(txn txnlock.TxnID, r txnlock.Range) error {
 	return nil
 }
 
-// unlockAll releases every lock of txn in the stripes t names (every
-// stripe if t.wide), re-checking the waiters on what was released.
-func (f *family) unlockAll(txn txnlock.TxnID, t *famTouch) {
-	if t.wide {
-		f.unlockAllWide(txn, t)
-		return
-	}
-	for i := range t.numStripes() {
-		f.unlockAllPoints(txn, t.stripeAt(i))
-	}
-}
-
-// unlockAllPoints releases every point lock of txn in one stripe (sp is its
-// entry there) and wakes whom that may grant.
-func (f *family) unlockAllPoints(txn txnlock.TxnID, sp *stripePoints) {
-	s := &f.stripes[sp.idx]
-	mu := f.lockStripe(sp.idx)
-	if f.dead != nil {
-		mu.Unlock()
-		return
-	}
-	var rel *[]txnlock.Range
-	if f.wide.Len() > 0 {
-		// Wide waiters may overlap what is released: keep the keys.
-		rel = new([]txnlock.Range)
-	}
-	n := f.releaseAllPointsLocked(s, txn, sp, rel)
-	if n == 0 {
-		mu.Unlock()
-		return
-	}
-	s.syncMemLocked(&f.m.mem)
-	s.counters.Released += uint64(n)
-	wide := rel != nil && f.wideOverlapsLocked(*rel)
-	mu.Unlock()
-	if wide {
-		f.lockStripes()
-		f.recheckWideLocked(*rel)
-		f.unlockStripes()
-	}
-}
-
-// unlockAllWide releases every lock of txn in f, wide and point (t says
-// where its points are), with every stripe held.
-func (f *family) unlockAllWide(txn txnlock.TxnID, t *famTouch) {
+// unlockAllWide releases every wide lock of txn in f (its points go one
+// by one, before), re-checking the waiters under them.
+func (f *family) unlockAllWide(txn txnlock.TxnID) {
 	f.lockStripes()
 	defer f.unlockStripes()
 	if f.dead != nil {
 		return
 	}
-	var wideRel, all []txnlock.Range
+	var rel []txnlock.Range
 	f.tree.ReleaseAll(txn, func(r txnlock.Range) {
-		wideRel = append(wideRel, r)
+		rel = append(rel, r)
 		f.wideChangedLocked(r, txn)
 	})
-	f.syncTreeMemLocked()
-	for i := range f.stripes {
-		s := &f.stripes[i]
-		// The points' queues are re-checked as they are released, the
-		// keys under the wide locks after.
-		var rel []txnlock.Range
-		n := 0
-		t.stripes(func(sp *stripePoints) {
-			if sp.idx == i {
-				n = f.releaseAllPointsLocked(s, txn, sp, &rel)
-			}
-		})
-		s.syncMemLocked(&f.m.mem)
-		s.counters.Released += uint64(n)
-		all = append(all, rel...)
-	}
-	f.recheckPointsLocked(wideRel)
-	f.wideCounters.Released += uint64(len(wideRel))
-	all = append(all, wideRel...)
-	if len(all) > 0 && f.wide.Len() > 0 {
-		f.recheckWideLocked(all)
-	}
-}
-
-// releaseAllPointsLocked releases every point lock of txn in s (sp is its
-// entry for s) and empties its list, re-checking the queue of each
-// released key (so a point waiter is granted as its key is released) and
-// dropping the keys left empty. If rel is not nil, it appends the
-// released keys (as [k, k] ranges over copies). It returns how many it
-// released.
-func (f *family) releaseAllPointsLocked(s *stripe, txn txnlock.TxnID, sp *stripePoints, rel *[]txnlock.Range) int {
-	s.forgetTxnLocked(txn)
-	n := 0
-	sp.list.ReleaseAll(func(l *locktable.Lock) {
-		n++
-		s.releasedLocked(l)
-		f.pointChangedLocked(l, txn)
-		if rel != nil {
-			*rel = append(*rel, txnlock.Point(bytes.Clone(l.KeyBytes())))
-		}
-		if l.Queued() > 0 {
-			f.recheckQueueLocked(s, l)
-		}
-		s.dropIfEmptyLocked(l)
-	})
-	return n
-}
-
-// recheckWide re-checks the wide waiters that overlap rs, taking every
-// stripe mutex in order, once the caller has dropped its own stripe mutex
-// (the lock order forbids taking them while it is held). wide is what
-// wideOverlapsLocked(rs) said under that mutex; false costs nothing.
-func (f *family) recheckWide(wide bool, rs []txnlock.Range) {
-	if !wide {
+	if len(rel) == 0 {
 		return
 	}
-	f.lockStripes()
-	f.recheckWideLocked(rs)
-	f.unlockStripes()
+	f.syncTreeMemLocked()
+	f.wideCounters.Released += uint64(len(rel))
+	f.recheckPointsLocked(rel)
+	f.recheckWideLocked(rel)
 }
 
 // intersect returns the keys in both a and b.

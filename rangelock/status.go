@@ -2,7 +2,6 @@ package rangelock
 
 import (
 	"bytes"
-	"cmp"
 	"maps"
 	"slices"
 
@@ -27,10 +26,9 @@ func (m *Manager) Status() txnlock.Status {
 	if m.closed.Load() {
 		return st
 	}
-	fams := slices.SortedFunc(maps.Values(*m.fams.Load()), func(a, b *family) int { return cmp.Compare(a.id, b.id) })
 	var snap locktable.Snapshot
 	var queues txnlock.Status // the rows of snap: its waits, and the locks it repeats
-	for _, f := range fams {
+	for _, f := range m.fams.All {
 		f.lockStripes()
 		if f.dead != nil {
 			f.unlockStripes()
@@ -209,10 +207,10 @@ func subtractRanges(rs, minus []txnlock.Range) []txnlock.Range {
 // key with several holders once) and held wide (transaction, range)
 // entries. LockMemory is exact.
 func (m *Manager) Stats() txnlock.Stats {
-	m.admin.Lock() // no column family is dropped meanwhile
-	defer m.admin.Unlock()
-	s := m.retired
-	for _, f := range *m.fams.Load() {
+	m.fams.Mu.Lock() // no column family is dropped meanwhile
+	defer m.fams.Mu.Unlock()
+	s := m.fams.Retired
+	for _, f := range m.fams.All {
 		f.lockStripes()
 		f.addCountersLocked(&s)
 		s.CurrentLocks += int64(f.tree.Len())

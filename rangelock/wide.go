@@ -357,12 +357,10 @@ func (f *family) txnHoldingsLocked(txn txnlock.TxnID) []holding {
 			return true
 		})
 	}
-	for _, sp := range f.m.txns.pointsIn(txn, f) {
-		sp.list.All(func(hd *locktable.Holder) bool {
-			hs = append(hs, holding{txn, txnlock.Point(hd.Lock().KeyBytes()), hd.Mode()})
-			return true
-		})
-	}
+	f.pointsOfLocked(txn, func(l *locktable.Lock, m txnlock.Mode) bool {
+		hs = append(hs, holding{txn, txnlock.Point(l.KeyBytes()), m})
+		return true
+	})
 	return hs
 }
 
@@ -444,7 +442,7 @@ func (f *family) grantWideLocked(w *waiter) {
 	// The waiter sleeps until Wake: record the grant first. The
 	// transaction's record may have been taken by an UnlockAll that ran
 	// while w waited: note it afresh so that the next UnlockAll finds it.
-	f.m.txns.noteWide(w.txn, f)
+	f.m.txns.NoteWide(w.txn, f.idx)
 	f.wide.Remove(lw)
 	f.wideIdx.remove(w)
 	f.acquireWideLocked(w.txn, w.r, w.mode)

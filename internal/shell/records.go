@@ -137,27 +137,29 @@ func (r Records) Touches(txn txnlock.TxnID, home uint16) bool {
 }
 
 // Next is UnlockAll's step: what txn still holds, to release next. It
-// returns the Lock of its last hold, with that Lock's key hash (by hash,
-// read while the hold keeps the key stable) and family index; or, once it
+// returns the Lock of its last hold, with what hash says of that Lock's
+// key (its hash and stripe, read while the hold keeps the key stable) and
+// its family's index; or, once it
 // holds no point, a family where it may hold wide locks (wide true),
 // forgotten by the record from now on; or done, its record recycled for
 // another transaction. The caller releases what it got under its latches
 // and calls Next again: a grant may give txn more meanwhile.
-func (r Records) Next(txn txnlock.TxnID, hash func(key string) uint64) (l *locktable.Lock, h uint64, home uint16, wide, done bool) {
+func (r Records) Next(txn txnlock.TxnID, hash func(key string) (uint64, int)) (l *locktable.Lock, h uint64, stripe int, home uint16, wide, done bool) {
 	st := r.t.Stripe(txn)
 	st.Mu.Lock()
 	defer st.Mu.Unlock()
 	rec := st.GetLocked(txn)
 	switch {
 	case rec == nil:
-		return nil, 0, 0, false, true
+		return nil, 0, 0, 0, false, true
 	case rec.holds.Len() > 0:
 		hd := rec.holds.Last()
-		return hd.Lock(), hash(hd.Lock().Key()), hd.Home, false, false
+		h, stripe = hash(hd.Lock().Key())
+		return hd.Lock(), h, stripe, hd.Home, false, false
 	case len(rec.wide) > 0:
 		home = rec.wide[len(rec.wide)-1]
 		rec.wide = rec.wide[:len(rec.wide)-1]
-		return nil, 0, home, true, false
+		return nil, 0, 0, home, true, false
 	}
 	// No Lock points to it any more: keep it, with its buffers, for the
 	// stripe's next transaction.
@@ -165,7 +167,7 @@ func (r Records) Next(txn txnlock.TxnID, hash func(key string) uint64) (l *lockt
 	rec.holds.Reset(maxKeptHolds)
 	rec.wide = rec.wide[:0]
 	st.RecycleLocked(rec)
-	return nil, 0, 0, false, true
+	return nil, 0, 0, 0, false, true
 }
 
 // Txns returns, in id order, the transactions that touch the family of
