@@ -13,6 +13,53 @@ import (
 	"github.com/txnlock/txnlock/locktree"
 )
 
+// How a family is built. Each column family has S stripes
+// (Options.Stripes); a stripe is a latch over the locktable.Locks of the
+// keys that hash to it, each with its holders and its queue of point
+// requests, as in pointlock. The family keeps its wide locks (any range
+// but [k, k]) in one locktree.Tree, its wide waiters in one FIFO list
+// indexed by range (wideindex.go), and, while it has wide activity, one
+// ordered index of the Locks of every stripe:
+//
+//	family (cf 1)
+//	┌──────────┬──────────┬──────────┬──────────┐
+//	│ stripe 0 │ stripe 1 │ stripe 2 │ stripe 3 │  point [k, k]: in stripe hash(k) % S
+//	│ [a] [e]  │ [b]      │ [c] [g]  │ [d]      │
+//	└──────────┴──────────┴──────────┴──────────┘
+//	wide locks [m, p) ...: one locktree     wide waiters: one FIFO list
+//
+// Striped and fused. A family with no wide lock held and no wide request
+// waiting is striped: a point request takes its stripe's latch alone and
+// never touches the locktree (in MyRocks' published range-locking
+// benchmark, one tree-wide mutex cost 36% of the throughput at 100
+// threads). A family with wide activity is fused: every stripe is guarded
+// by stripe 0's latch (lockStripe), so a wide request, a release of a wide
+// lock and the detector's question to a wide waiter take one latch and
+// look at one locktree and one ordered index. unlockStripes, the end of
+// every section that holds every latch (the only sections that change the
+// activity), fuses or unfuses the family. fused is read before and after
+// a stripe's latch is taken: the second read tells whether it was the
+// right latch. The ordered index of points (for the range scans of wide
+// requests and escalation) is built when first needed while fused and
+// dropped on unfusing, both with every latch held.
+//
+// A point Lock does not know the wide locks and waiters over its key: the
+// family tells it (Decide's and Grants' blocked, points.go). The detector
+// asks a waiter whom it waits for (detect.go, blkcache.go); the manager
+// tells it of the two events that add a waits-for edge with no new wait:
+// a grant past queued requests (Passed) and a request that leaves without
+// a grant (Recheck), both after the latches are released.
+//
+// Lock order:
+//
+//	the registry's Mu ─▶ stripe latches of one family, in index order
+//	                   ─▶ a record stripe's Mu (internal/shell)
+//	the Detector's locks ─▶ stripe latches (its questions: detect.go)
+//
+// Fused, a family's one latch is stripe 0's, the first in that order. The
+// manager never calls the detector with a latch held, but for
+// WaitGraph.Stamp, which takes no lock.
+
 // family is one column family: its stripes, its wide locks and its wide
 // waiters.
 type family struct {
