@@ -2,6 +2,7 @@ package rangelock
 
 import (
 	"bytes"
+	"errors"
 	"slices"
 
 	"github.com/txnlock/txnlock"
@@ -76,7 +77,7 @@ func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
 			}
 			return nil
 		})
-		if err != nil && err != txnlock.ErrNotHeld {
+		if err == txnlock.ErrClosed || err == txnlock.ErrUnknownColumnFamily {
 			return nil // the family was closed or dropped meanwhile
 		}
 	}
@@ -89,13 +90,22 @@ func unlockErr(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Range, err 
 
 // unlock releases r of txn (Manager.Unlock); r is [k, k] if point.
 func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool) error {
-	// Without wide locks of txn, [k, k] is only a point of its stripe.
-	// (wideSeen is set with every stripe held, and the record notes txn
-	// wide before it can acquire a wide lock: before a wide request runs,
-	// or under escalation's latches.)
-	if point && (!f.wideSeen || !f.m.txns.Wide(txn, f.idx)) {
+	if point {
 		h, si := f.m.hashKey(k)
-		return f.unlockPoint(txn, si, func(s *stripe) *locktable.Lock { return s.lockOfLocked(h, k) })
+		err := f.unlockPoint(txn, si, func(s *stripe) *locktable.Lock {
+			// Without wide locks of txn, [k, k] is only a point of its
+			// stripe. (wideSeen is set with every stripe held, and the
+			// record notes txn wide before it can acquire a wide lock:
+			// before a wide request runs, or under escalation's
+			// latches.)
+			if f.wideSeen && f.m.txns.Wide(txn, f.idx) {
+				return nil
+			}
+			return s.lockOfLocked(h, k)
+		})
+		if err != errWide {
+			return err
+		}
 	}
 	f.lockStripes()
 	defer f.unlockStripes()
@@ -104,6 +114,11 @@ func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool
 	}
 	return f.unlockWideLocked(txn, r)
 }
+
+// errWide is unlockPoint's answer when its find found nothing and wide
+// locks of the transaction may hold the key: only a release with every
+// latch can tell.
+var errWide = errors.New("rangelock: the key may be held in a wide lock")
 
 // unlockPoint releases txn's hold on the Lock that find returns in stripe
 // si (under its latch; nil: none), re-checks the point waiters of its key
@@ -117,6 +132,10 @@ func (f *family) unlockPoint(txn txnlock.TxnID, si int, find func(s *stripe) *lo
 		return f.dead
 	}
 	l := find(s)
+	if l == nil && f.wideSeen && f.m.txns.Wide(txn, f.idx) {
+		mu.Unlock()
+		return errWide
+	}
 	if l == nil || !s.releaseHoldLocked(l, txn) {
 		mu.Unlock()
 		return txnlock.ErrNotHeld
