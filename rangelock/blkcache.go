@@ -192,7 +192,7 @@ func (f *family) markPointsLocked(r txnlock.Range, seq uint64, gone txnlock.TxnI
 // (txnlock.WaitGraph.Recheck). Every stripe is held.
 func (f *family) markWideLocked(r txnlock.Range, seq uint64, gone txnlock.TxnID) []recheck {
 	var out []recheck
-	f.wideIdx.overlapping(r, newRequest, func(w *waiter) bool {
+	f.wideOverlapping(r, newRequest, func(w *waiter) bool {
 		if w.seq > seq {
 			if gone != 0 && w.lw.Active() && slices.Contains(w.blk.ids, gone) {
 				out = append(out, recheck{w.lw, w.txn})

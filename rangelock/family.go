@@ -18,7 +18,7 @@ import (
 // keys that hash to it, each with its holders and its queue of point
 // requests, as in pointlock. The family keeps its wide locks (any range
 // but [k, k]) in one locktree.Tree, its wide waiters in one FIFO list
-// indexed by range (wideindex.go), and, while it has wide activity, one
+// indexed by range (locktable.RangeQueue), and, while it has wide activity, one
 // ordered index of the Locks of every stripe:
 //
 //	family (cf 1)
@@ -82,10 +82,8 @@ type family struct {
 	// treeReported is the part of tree's memory added to the manager's
 	// memBudget.
 	treeReported int64
-	// wide is the FIFO list of waiting wide requests.
-	wide lockwait.Queue
-	// wideIdx indexes the waiters of wide by range; changed with wide.
-	wideIdx wideIndex
+	// wide is the waiting wide requests, FIFO and indexed by range.
+	wide locktable.RangeQueue
 	// ordered indexes the Locks of every stripe by key while the family
 	// is fused (orderPointsLocked); nil otherwise. Set and dropped with
 	// every latch held; while fused, stripe 0's latch guards its
@@ -190,6 +188,14 @@ func (f *family) close() {
 		f.stripes[i].resetPointsLocked()
 	}
 	f.resetMemLocked()
+}
+
+// wideOverlapping calls fn for every wide waiter queued before seq
+// (newRequest: every one) whose range overlaps r, failed ones not yet gone
+// included, until fn returns false (locktable.RangeQueue.Overlapping). Any
+// stripe is held.
+func (f *family) wideOverlapping(r txnlock.Range, seq uint64, fn func(w *waiter) bool) {
+	f.wide.Overlapping(r, seq, func(lw *lockwait.Waiter) bool { return fn(waiterOf(lw)) })
 }
 
 // forEachWaiterLocked calls fn for every linked waiter of f: point waiters

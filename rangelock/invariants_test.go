@@ -136,7 +136,7 @@ func (f *family) checkLockLocked(s *stripe, h uint64, l *locktable.Lock) error {
 // point waiter w was queued before it.
 func (f *family) linkedWideAheadLocked(w *waiter) bool {
 	found := false
-	f.wideIdx.overlapping(w.r, w.seq, func(*waiter) bool {
+	f.wideOverlapping(w.r, w.seq, func(*waiter) bool {
 		found = true
 		return false
 	})

@@ -366,8 +366,7 @@ func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 		s.counters.BeginWait()
 	} else {
 		w.key = nil
-		f.wide.PushBack(w.lw)
-		f.wideIdx.insert(w)
+		f.wide.PushBack(w.lw, w.seq)
 		f.wideCounters.BeginWait()
 	}
 	if det := f.m.det; det != nil {
@@ -458,8 +457,7 @@ func (f *family) abandon(w *waiter, err error) []txnlock.TxnID {
 	}
 	f.lockStripes()
 	finish(&f.wideCounters)
-	f.wide.Remove(w.lw)
-	f.wideIdx.remove(w)
+	f.wide.Remove(w.lw, w.seq)
 	again := f.wideLeftLocked(w)
 	f.recheckPointsLocked(rs)
 	f.recheckWideLocked(rs)

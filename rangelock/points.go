@@ -308,7 +308,7 @@ func (f *family) wideConflictAheadLocked(q *request, seq uint64) bool {
 		return false
 	}
 	found := false
-	f.wideIdx.overlapping(q.r, seq, func(w *waiter) bool {
+	f.wideOverlapping(q.r, seq, func(w *waiter) bool {
 		found = w.txn != q.txn && w.lw.Active() && !q.mode.Compatible(w.mode)
 		return !found
 	})
@@ -420,7 +420,7 @@ func (f *family) recheckPointsLocked(rs []txnlock.Range) {
 // failed but not yet unlinked) overlaps r. Any stripe is held.
 func (f *family) wideWaiterOverlapsLocked(r txnlock.Range) bool {
 	found := false
-	f.wideIdx.overlapping(r, newRequest, func(*waiter) bool {
+	f.wideOverlapping(r, newRequest, func(*waiter) bool {
 		found = true
 		return false
 	})
@@ -433,7 +433,7 @@ func (f *family) wideWaiterOverlapsLocked(r txnlock.Range) bool {
 func (f *family) wideWaiterAheadLocked(r txnlock.Range, seq uint64) bool {
 	found := false
 	if f.wide.Len() > 0 {
-		f.wideIdx.overlapping(r, seq, func(w *waiter) bool {
+		f.wideOverlapping(r, seq, func(w *waiter) bool {
 			found = w.lw.Active()
 			return !found
 		})

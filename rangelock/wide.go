@@ -221,7 +221,7 @@ func (f *family) aheadLocked(q *request, seq uint64, fn func(w *waiter) bool) {
 		}
 	}
 	if more && f.wide.Len() > 0 {
-		f.wideIdx.overlapping(q.r, seq, func(w *waiter) bool {
+		f.wideOverlapping(q.r, seq, func(w *waiter) bool {
 			if w.txn != q.txn && w.lw.Active() {
 				more = fn(w)
 			}
@@ -389,7 +389,7 @@ func (f *family) acquireWideLocked(txn txnlock.TxnID, r txnlock.Range, mode txnl
 func (f *family) wideOverlapsLocked(rs []txnlock.Range) bool {
 	found := false
 	for _, r := range rs {
-		f.wideIdx.overlapping(r, newRequest, func(w *waiter) bool {
+		f.wideOverlapping(r, newRequest, func(w *waiter) bool {
 			found = w.lw.Active()
 			return !found
 		})
@@ -408,7 +408,7 @@ func (f *family) recheckWideLocked(rs []txnlock.Range) {
 	}
 	var ws []*waiter
 	for _, r := range rs {
-		f.wideIdx.overlapping(r, newRequest, func(w *waiter) bool {
+		f.wideOverlapping(r, newRequest, func(w *waiter) bool {
 			ws = append(ws, w)
 			return true
 		})
@@ -443,8 +443,7 @@ func (f *family) grantWideLocked(w *waiter) {
 	// transaction's record may have been taken by an UnlockAll that ran
 	// while w waited: note it afresh so that the next UnlockAll finds it.
 	f.m.txns.NoteWide(w.txn, f.idx)
-	f.wide.Remove(lw)
-	f.wideIdx.remove(w)
+	f.wide.Remove(lw, w.seq)
 	f.acquireWideLocked(w.txn, w.r, w.mode)
 	f.wideCounters.Acquired++
 	f.wideCounters.EndWait(nil, lw.Since, f.m.clock.Now())
