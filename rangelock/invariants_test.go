@@ -58,10 +58,57 @@ func (f *family) checkLocked() error {
 			return fmt.Errorf("stripe %d: %w", i, err)
 		}
 	}
-	if err := f.checkKeptLocked(); err != nil {
-		return err
+	return f.checkWaitersLocked()
+}
+
+// checkWaitersLocked: every active waiter that is not shared keeps the
+// answer to the detector that a fresh walk gives (checkKeptLocked), and
+// none could be granted now (checkNoneGrantableLocked). A wait fails
+// without the latch (its timeout, a victim), and a failed waiter counts no
+// more although it is still linked: the checks hold while none is failed,
+// and a failure seen after a check voids it.
+func (f *family) checkWaitersLocked() error {
+	if f.dead != nil {
+		return nil
 	}
-	return nil
+	failed := func() bool {
+		any := false
+		f.forEachWaiterLocked(func(w *waiter) { any = any || !w.lw.Active() })
+		return any
+	}
+	if failed() {
+		return nil
+	}
+	err := f.checkKeptLocked()
+	if err == nil {
+		err = f.checkNoneGrantableLocked()
+	}
+	if err != nil && failed() {
+		return nil
+	}
+	return err
+}
+
+// checkNoneGrantableLocked: no waiter could be granted now (a release
+// grants what it can under the latch it releases under, and so does a
+// failed waiter when it leaves). Every waiter is active.
+func (f *family) checkNoneGrantableLocked() error {
+	var err error
+	f.forEachWaiterLocked(func(w *waiter) {
+		switch {
+		case err != nil:
+		case !w.point():
+			if !f.wideBlockedLocked(&w.request, w.seq) {
+				err = fmt.Errorf("%v waits for %v %v, which could be granted", w.txn, w.r, w.mode)
+			}
+		case w.lock.Front() == w.lw:
+			for lw := range f.pointGrantsLocked(w.lock) {
+				err = fmt.Errorf("%v waits for %v %v, which could be granted", lw.Txn(), lw.Lock.Range, lw.Lock.Mode)
+				break
+			}
+		}
+	})
+	return err
 }
 
 func (f *family) checkStripeLocked(s *stripe) error {

@@ -1,6 +1,7 @@
 package rangelock
 
 import (
+	"iter"
 	"slices"
 	"strings"
 	"unsafe"
@@ -338,6 +339,17 @@ func (f *family) recheckQueueLocked(s *stripe, l *locktable.Lock) {
 	if f.dead != nil {
 		return
 	}
+	for lw := range f.pointGrantsLocked(l) {
+		if lw.Claim() {
+			f.grantPointWaiterLocked(s, l, waiterOf(lw))
+		}
+	}
+}
+
+// pointGrantsLocked yields, in queue order, the point waiters of l that
+// can be granted now (locktable.Lock.Grants, told what l does not know).
+// l's stripe is held.
+func (f *family) pointGrantsLocked(l *locktable.Lock) iter.Seq[*lockwait.Waiter] {
 	var blocked func(*lockwait.Waiter) bool
 	xOutside := false
 	if f.tree.Len() > 0 || (l.Queued() > 0 && l.Det().Own > 0) {
@@ -349,11 +361,7 @@ func (f *family) recheckQueueLocked(s *stripe, l *locktable.Lock) {
 				(!w.shared && !w.upgrade && f.wideConflictAheadLocked(&w.request, w.seq))
 		}
 	}
-	for lw := range l.Grants(blocked, xOutside) {
-		if lw.Claim() {
-			f.grantPointWaiterLocked(s, l, waiterOf(lw))
-		}
-	}
+	return l.Grants(blocked, xOutside)
 }
 
 // grantPointWaiterLocked grants w, a point waiter of l that Grants

@@ -147,10 +147,25 @@ func runRandom(t *testing.T, m *Manager, workers, txnsPerWorker int) {
 	c := &checker{t: t}
 	var nextTxn atomic.Uint64
 	var wg sync.WaitGroup
+	// A checker asserts the invariants, among them that no waiter could be
+	// granted (a lost wake-up), again and again while the workers run; a
+	// waiter stuck otherwise hangs the run into the test's timeout.
 	done := make(chan struct{})
-	var stuck atomic.Value
-	stuckC := make(chan struct{})
-	go watchStuck(m, done, &stuck, stuckC)
+	checked := make(chan error, 1)
+	go func() {
+		for {
+			select {
+			case <-done:
+				checked <- nil
+				return
+			default:
+			}
+			if err := m.checkInvariants(); err != nil {
+				checked <- err
+				return
+			}
+		}
+	}()
 	for w := range workers {
 		wg.Add(1)
 		go func() {
@@ -206,70 +221,19 @@ func runRandom(t *testing.T, m *Manager, workers, txnsPerWorker int) {
 	}
 	finished := make(chan struct{})
 	go func() { wg.Wait(); close(finished) }()
-	// Progress watchdog: the run may take long (-long, -race, a busy
-	// machine), but new transactions must keep starting.
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	last, idle := nextTxn.Load(), 0
-wait:
-	for {
-		select {
-		case <-finished:
-			break wait
-		case <-stuckC:
-			t.Fatalf("%v; status:\n%v", stuck.Load(), m.Status())
-		case <-tick.C:
-			if n := nextTxn.Load(); n != last {
-				last, idle = n, 0
-				continue
-			}
-			if idle++; idle == 30 {
-				t.Fatalf("no transaction started for 30s; status:\n%v", m.Status())
-			}
+	select {
+	case <-finished:
+		close(done)
+		if err := <-checked; err != nil {
+			t.Fatalf("%v; status:\n%v", err, m.Status())
 		}
-	}
-	close(done)
-	if s := stuck.Load(); s != nil {
-		t.Fatalf("stuck waiter: %v", s)
+	case err := <-checked:
+		// The workers may be stuck behind what the check found: Close
+		// fails their waits.
+		st := m.Status()
+		m.Close()
+		<-finished
+		t.Fatalf("%v; status:\n%v", err, st)
 	}
 }
 
-// watchStuck polls the Status view for waiters that nothing blocks. A
-// waiter can show no blockers for a moment (the request ahead of it failed
-// and its goroutine, maybe descheduled on a busy machine, has yet to
-// unlink itself and re-check); seen so for two seconds, it is stuck.
-func watchStuck(m *Manager, done chan struct{}, stuck *atomic.Value, stuckC chan struct{}) {
-	type key struct {
-		txn   txnlock.TxnID
-		since time.Time
-	}
-	suspects := map[key]time.Time{}
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-tick.C:
-		}
-		next := map[key]time.Time{}
-		now := time.Now()
-		for _, w := range m.Status().Waits {
-			if len(w.Blockers) > 0 {
-				continue
-			}
-			k := key{w.Txn, w.Since}
-			first, ok := suspects[k]
-			if !ok {
-				first = now
-			}
-			if now.Sub(first) > 2*time.Second {
-				stuck.Store(fmt.Sprintf("%s waits for %v with no blockers", w.Txn, w.Range))
-				close(stuckC)
-				return
-			}
-			next[k] = first
-		}
-		suspects = next
-	}
-}
