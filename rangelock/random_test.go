@@ -236,4 +236,3 @@ func runRandom(t *testing.T, m *Manager, workers, txnsPerWorker int) {
 		t.Fatalf("%v; status:\n%v", err, st)
 	}
 }
-
