@@ -10,9 +10,21 @@ import (
 // Sentinel errors. Every error a manager returns wraps one of these (or a
 // context error); test with errors.Is.
 var (
-	// ErrLockTimeout: the lock was not granted within the lock-wait timeout,
-	// or at once for a NoWait request.
-	ErrLockTimeout = errors.New("txnlock: lock wait timeout")
+	// ErrLockNotGranted: the lock was held in a conflicting mode and the
+	// request ended without it, because its lock-wait timeout fired
+	// (ErrLockTimeout) or because it was not to wait at all
+	// (ErrLockNoWait). Both satisfy errors.Is(err, ErrLockNotGranted), so
+	// that a caller that retries or rolls back on either tests once.
+	ErrLockNotGranted = errors.New("txnlock: lock not granted")
+	// ErrLockTimeout: the request waited for its lock-wait timeout and was
+	// not granted (MySQL's ER_LOCK_WAIT_TIMEOUT, 1205). errors.Is(err,
+	// ErrLockNotGranted) is true as well.
+	ErrLockTimeout error = &notGrantedError{"txnlock: lock wait timeout"}
+	// ErrLockNoWait: a NoWait request found the lock held in a conflicting
+	// mode (or queued for) and failed at once, without waiting (MySQL's
+	// ER_LOCK_NOWAIT, 3572). errors.Is(err, ErrLockNotGranted) is true;
+	// errors.Is(err, ErrLockTimeout) is false.
+	ErrLockNoWait error = &notGrantedError{"txnlock: lock not free and NoWait set"}
 	// ErrDeadlock: the request was chosen as the victim of a deadlock, or
 	// the search hit its limit under the assume-deadlock breaker policy. The
 	// error is a *DeadlockError.
@@ -59,6 +71,15 @@ var (
 	ErrInvalidSavepoint = errors.New("txnlock: invalid savepoint")
 )
 
+// notGrantedError is the type of ErrLockTimeout and ErrLockNoWait: each is
+// its own sentinel and also matches ErrLockNotGranted.
+type notGrantedError struct{ msg string }
+
+func (e *notGrantedError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, ErrLockNotGranted) true.
+func (e *notGrantedError) Is(target error) bool { return target == ErrLockNotGranted }
+
 func invalidRange(why string) error { return fmt.Errorf("%w: %s", ErrInvalidRange, why) }
 
 // LockError says which request failed and why. Err is a sentinel above, a
@@ -69,7 +90,7 @@ type LockError struct {
 	CF       ColumnFamily
 	Range    Range
 	Mode     Mode
-	Blockers []TxnID // for ErrLockTimeout: whom it waited for at the end, as WaitStatus.Blockers
+	Blockers []TxnID // for ErrLockNotGranted: whom it waited (or would have waited) for at the end, as WaitStatus.Blockers
 	Err      error
 }
 

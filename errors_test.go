@@ -98,3 +98,17 @@ waits:
   txn 4 cf 0 [15] X blockers=[3]
 `, s.String())
 }
+
+// TestNotGranted: a timeout and a NoWait refusal are told apart, and both
+// are a lock not granted.
+func TestNotGranted(t *testing.T) {
+	timeout := error(&LockError{Op: "lock", Txn: 3, Range: Point([]byte("k")), Mode: Exclusive, Blockers: []TxnID{7}, Err: ErrLockTimeout})
+	nowait := error(&LockError{Op: "lock", Txn: 3, Range: Point([]byte("k")), Mode: Exclusive, Blockers: []TxnID{7}, Err: ErrLockNoWait})
+	require.ErrorIs(t, timeout, ErrLockNotGranted)
+	require.ErrorIs(t, nowait, ErrLockNotGranted)
+	require.ErrorIs(t, nowait, ErrLockNoWait)
+	require.NotErrorIs(t, nowait, ErrLockTimeout)
+	require.NotErrorIs(t, timeout, ErrLockNoWait)
+	require.NotErrorIs(t, ErrLockNotGranted, ErrLockTimeout)
+	require.Equal(t, "txnlock: lock txn 3 cf 0 [k] X: lock not free and NoWait set (blocked by [7])", nowait.Error())
+}

@@ -40,7 +40,7 @@ func Example() {
 	fmt.Println(t1.Put(ctx, cf, []byte("balance/alice"), []byte("100")))
 	t2, _ := db.Begin(&pebbletxn.TxnOptions{LockTimeout: txnlock.NoWait})
 	err = t2.Put(ctx, cf, []byte("balance/alice"), []byte("0"))
-	fmt.Println("t2 waits for t1's lock:", errors.Is(err, txnlock.ErrLockTimeout))
+	fmt.Println("t2 waits for t1's lock:", errors.Is(err, txnlock.ErrLockNoWait))
 	t2.Rollback()
 	fmt.Println(t1.Commit())
 
@@ -93,7 +93,7 @@ func ExampleTxn_ScanForUpdate() {
 	})
 	insert, _ := db.Begin(&pebbletxn.TxnOptions{LockTimeout: txnlock.NoWait})
 	err = insert.Put(ctx, orders, []byte("o/15"), []byte("open"))
-	fmt.Println("insert into the gap waits:", errors.Is(err, txnlock.ErrLockTimeout))
+	fmt.Println("insert into the gap waits:", errors.Is(err, txnlock.ErrLockNoWait))
 	insert.Rollback()
 	fmt.Println(scan.Commit())
 	// Output:

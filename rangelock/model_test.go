@@ -182,7 +182,7 @@ func runModel(o *opReader, nops int) error {
 				err = m.LockPinned(ctx, req, &pins[(int(txn)+i/8)%len(pins)])
 			}
 			want := !model.conflicts(cf, txn, r, mode)
-			if (err == nil) != want || (err != nil && !errors.Is(err, txnlock.ErrLockTimeout)) {
+			if (err == nil) != want || (err != nil && !errors.Is(err, txnlock.ErrLockNoWait)) {
 				return fmt.Errorf("%s: got %v, want success=%t", trace.String(), err, want)
 			}
 			if want {

@@ -79,7 +79,7 @@ func run(w io.Writer) error {
 		return err
 	}
 	err = t2.Put(ctx, users, []byte("7"), []byte("bob@example.com"))
-	fmt.Fprintf(w, "txn %d's write of key 7 in users conflicts with txn %d: %t\n", t2.ID(), t1.ID(), errors.Is(err, txnlock.ErrLockTimeout))
+	fmt.Fprintf(w, "txn %d's write of key 7 in users conflicts with txn %d: %t\n", t2.ID(), t1.ID(), errors.Is(err, txnlock.ErrLockNoWait))
 	fmt.Fprint(w, m.Status())
 
 	err = m.DropColumnFamily(byEmail)
