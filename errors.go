@@ -167,6 +167,13 @@ type DeadlockError struct {
 	Path          []CycleEntry
 	Limit         string // which limit tripped: "depth", "steps", "time"
 	Time          time.Time
+	// Seq numbers the deadlocks a detector found, from 1, in the order it
+	// found them (assumed ones too); 0 if no detector made the error.
+	Seq uint64
+	// Latest is set on the newest entry of a detector's History: Report
+	// then titles it LATEST DETECTED DEADLOCK, as InnoDB titles the one
+	// deadlock it keeps.
+	Latest bool
 }
 
 func (e *DeadlockError) Error() string {
@@ -184,12 +191,29 @@ func (e *DeadlockError) Error() string {
 func (e *DeadlockError) Is(target error) bool { return target == ErrDeadlock }
 
 // Report renders the deadlock like InnoDB's LATEST DETECTED DEADLOCK section:
-// one block per transaction with the lock it waits for and who holds it.
+// a title, the time it was found, then one block per transaction with the
+// lock it waits for and who holds it. The title is LATEST DETECTED DEADLOCK
+// for the newest entry of a detector's History (Latest), and DEADLOCK
+// followed by Seq for any other, so that reports of several deadlocks tell
+// which came when.
 func (e *DeadlockError) Report() string {
 	var sb strings.Builder
-	sb.WriteString("------------------------\nLATEST DETECTED DEADLOCK\n------------------------\n")
-	if !e.Time.IsZero() {
+	title := "DEADLOCK"
+	switch {
+	case e.Latest:
+		title = "LATEST DETECTED DEADLOCK"
+	case e.Seq > 0:
+		title = fmt.Sprintf("DEADLOCK %d", e.Seq)
+	}
+	rule := strings.Repeat("-", max(len(title), 24))
+	fmt.Fprintf(&sb, "%s\n%s\n%s\n", rule, title, rule)
+	switch {
+	case !e.Time.IsZero() && e.Latest && e.Seq > 0:
+		fmt.Fprintf(&sb, "%s, deadlock %d\n", e.Time.UTC().Format("2006-01-02 15:04:05.000000"), e.Seq)
+	case !e.Time.IsZero():
 		sb.WriteString(e.Time.UTC().Format("2006-01-02 15:04:05.000000") + "\n")
+	case e.Latest && e.Seq > 0:
+		fmt.Fprintf(&sb, "deadlock %d\n", e.Seq)
 	}
 	entries := e.Cycle
 	if e.LimitExceeded {

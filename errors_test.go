@@ -50,7 +50,12 @@ func TestDeadlockError(t *testing.T) {
 	require.True(t, errors.As(err, &got))
 	require.Equal(t, "txnlock: deadlock: cycle 1 -> 2 (victim txn 2)", d.Error())
 	rep := d.Report()
-	require.Contains(t, rep, "LATEST DETECTED DEADLOCK")
+	require.True(t, strings.HasPrefix(rep, "------------------------\nDEADLOCK\n------------------------\n2026-"), rep)
+	d.Seq = 4
+	require.True(t, strings.HasPrefix(d.Report(), "------------------------\nDEADLOCK 4\n------------------------\n2026-"), d.Report())
+	d.Latest = true
+	rep = d.Report()
+	require.True(t, strings.HasPrefix(rep, "------------------------\nLATEST DETECTED DEADLOCK\n------------------------\n2026-01-01 00:00:00.000000, deadlock 4\n"), rep)
 	require.Contains(t, rep, "*** (2) WAITING FOR cf 1 [b] mode S, blocked by [1]")
 	require.True(t, strings.HasSuffix(rep, "*** WE ROLL BACK TRANSACTION 2\n"))
 
