@@ -18,17 +18,19 @@ import (
 // Commit, so a second writer of the same key waits (here: fails at once,
 // with NoWait).
 func Example() {
-	pdb, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
-	if err != nil {
-		panic(err)
-	}
-	defer pdb.Close()
 	m, err := pointlock.New(pointlock.Options{})
 	if err != nil {
 		panic(err)
 	}
 	defer m.Close()
-	db, err := pebbletxn.New(pdb, pebbletxn.Options{Manager: m})
+	// Open opens the Pebble store too (here in memory; a directory name
+	// and no Pebble options for one on disk). Quiet keeps Pebble's
+	// informational messages off stderr.
+	db, err := pebbletxn.Open("", pebbletxn.OpenOptions{
+		Options: pebbletxn.Options{Manager: m},
+		Pebble:  &pebble.Options{FS: vfs.NewMem()},
+		Quiet:   true,
+	})
 	if err != nil {
 		panic(err)
 	}
@@ -59,7 +61,9 @@ func Example() {
 // With a range lock manager, ScanForUpdate locks the scanned range itself:
 // an insert into a gap of it waits until the scanning transaction ends.
 func ExampleTxn_ScanForUpdate() {
-	pdb, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	// New wraps a Pebble DB opened by the caller (who closes it after the
+	// DB); QuietLogger keeps Pebble's informational messages off stderr.
+	pdb, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: pebbletxn.QuietLogger})
 	if err != nil {
 		panic(err)
 	}

@@ -26,7 +26,23 @@ type OpenOptions struct {
 	// pebbletxn's calls recover (see FatalError). FS is the filesystem
 	// (default: vfs.Default). Default: nil, Pebble's defaults.
 	Pebble *pebble.Options
+	// Quiet drops Pebble's informational messages ("Found 0 WALs", flushes,
+	// compactions), which Pebble's default logger prints on stderr; its
+	// errors are still logged. It applies to the Logger of Pebble (or to
+	// Pebble's default logger). Default: false.
+	Quiet bool
 }
+
+// QuietLogger is Pebble's default logger without its informational
+// messages: errors go to stderr, and a fatal error stops the process as
+// with Pebble's default. Set it as pebble.Options.Logger for a Pebble DB
+// given to New; Open takes OpenOptions.Quiet instead.
+var QuietLogger pebble.Logger = quietLogger{pebble.DefaultLogger}
+
+// quietLogger is a Logger whose Infof does nothing.
+type quietLogger struct{ pebble.Logger }
+
+func (quietLogger) Infof(string, ...any) {}
 
 // Open opens (or creates) the Pebble store in dir and a DB over it, which
 // owns it: Close closes the Pebble DB after rolling back the open
@@ -62,6 +78,9 @@ func Open(dir string, o OpenOptions) (_ *DB, err error) {
 	inner := po.Logger
 	if inner == nil {
 		inner = pebble.DefaultLogger
+	}
+	if o.Quiet {
+		inner = quietLogger{inner}
 	}
 	po.Logger = fatalLogger{Logger: inner}
 	pdb, err := openPebble(dir, &po)
