@@ -12,8 +12,8 @@
 //	row := txnlock.Point([]byte("orders/17"))
 //	err := m.Lock(ctx, txnlock.Request{Txn: 7, Range: row, Mode: txnlock.Exclusive})
 //	switch {
-//	case errors.Is(err, txnlock.ErrLockTimeout): // waited too long: retry or roll back
-//	case errors.Is(err, txnlock.ErrDeadlock): // the detector chose txn 7: roll back
+//	case errors.Is(err, txnlock.ErrLockNotGranted): // timed out, or NoWait: retry or roll back
+//	case errors.Is(err, txnlock.ErrDeadlock):       // the detector chose txn 7: roll back
 //	}
 //	...
 //	m.UnlockAll(7) // commit or rollback
@@ -29,7 +29,7 @@
 //	       │ conflict                                         ▲
 //	       ▼                                                  │ targeted wake-up
 //	┌─────────────────┐  Timeout == NoWait                    │ (only requests that
-//	│ FIFO wait queue │─────────────────▶ ErrLockTimeout      │  can now be granted)
+//	│ FIFO wait queue │─────────────────▶ ErrLockNoWait       │  can now be granted)
 //	└─────────────────┘                                       │
 //	       │ WaitGraph.Block: the wait is reported            │
 //	       ▼                                                  │
@@ -103,19 +103,22 @@
 // handle does it: it remembers every manager it locked in and what it
 // holds, sends no request a held lock covers, releases what was taken
 // after a Savepoint (RollbackTo), and ends the transaction everywhere with
-// one Release, which also fails a lock wait still in progress. It keeps,
-// for each manager that is a Pinner (pointlock, rangelock), the manager's
-// Pin of the transaction and sends it with each request, so that the
-// manager finds the transaction's record without looking it up again.
-// pebbletxn locks through one.
+// one Release, which also fails a lock wait still in progress. It also
+// spares the managers looking the transaction up on each request (see
+// Pin). pebbletxn locks through one.
 //
 // # Errors
 //
 // Every error a manager returns is usable with errors.Is against the
-// exported sentinels (ErrLockTimeout, ErrDeadlock, ErrLockLimit, ...) and with
-// errors.As against *LockError (which request failed and why) and
-// *DeadlockError (the cycle). Bad input never panics and never changes lock
-// state.
+// exported sentinels and with errors.As against *LockError (which request
+// failed and why) and *DeadlockError (the cycle). A request that was not
+// granted because the lock was held ends with ErrLockTimeout (it waited
+// its timeout out, MySQL's 1205) or ErrLockNoWait (a NoWait request that
+// would have waited, MySQL's 3572); both match ErrLockNotGranted, so one
+// test covers both. ErrDeadlock means the transaction was a deadlock's
+// victim. Either way the transaction should roll back (or retry the
+// request); its other locks stay held until it does. Bad input never
+// panics and never changes lock state.
 //
 // # Closing
 //

@@ -63,7 +63,7 @@ func Example() {
 func ExampleTxn_ScanForUpdate() {
 	// New wraps a Pebble DB opened by the caller (who closes it after the
 	// DB); QuietLogger keeps Pebble's informational messages off stderr.
-	pdb, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: pebbletxn.QuietLogger})
+	pdb, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: pebbletxn.QuietLogger{}})
 	if err != nil {
 		panic(err)
 	}

@@ -35,11 +35,20 @@ type OpenOptions struct {
 
 // QuietLogger is Pebble's default logger without its informational
 // messages: errors go to stderr, and a fatal error stops the process as
-// with Pebble's default. Set it as pebble.Options.Logger for a Pebble DB
-// given to New; Open takes OpenOptions.Quiet instead.
-var QuietLogger pebble.Logger = quietLogger{pebble.DefaultLogger}
+// with Pebble's default. Set QuietLogger{} as pebble.Options.Logger for a
+// Pebble DB given to New; Open takes OpenOptions.Quiet instead.
+type QuietLogger struct{}
 
-// quietLogger is a Logger whose Infof does nothing.
+// Infof drops the message.
+func (QuietLogger) Infof(string, ...any) {}
+
+// Errorf logs as Pebble's default logger does.
+func (QuietLogger) Errorf(format string, args ...any) { pebble.DefaultLogger.Errorf(format, args...) }
+
+// Fatalf logs and exits as Pebble's default logger does.
+func (QuietLogger) Fatalf(format string, args ...any) { pebble.DefaultLogger.Fatalf(format, args...) }
+
+// quietLogger is a Logger whose Infof does nothing (OpenOptions.Quiet).
 type quietLogger struct{ pebble.Logger }
 
 func (quietLogger) Infof(string, ...any) {}

@@ -100,7 +100,7 @@ type bank struct {
 
 // openBank opens the database in dir, creating it if needed.
 func openBank(dir string) (*bank, error) {
-	pdb, err := pebble.Open(dir, &pebble.Options{Logger: pebbletxn.QuietLogger})
+	pdb, err := pebble.Open(dir, &pebble.Options{Logger: pebbletxn.QuietLogger{}})
 	if err != nil {
 		return nil, fmt.Errorf("open pebble: %w", err)
 	}

@@ -30,7 +30,7 @@ func main() {
 }
 
 func run(w io.Writer) error {
-	pdb, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: pebbletxn.QuietLogger})
+	pdb, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: pebbletxn.QuietLogger{}})
 	if err != nil {
 		return err
 	}
