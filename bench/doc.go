@@ -90,8 +90,8 @@
 // # Concurrency
 //
 // RunPlan, Run and RunSlap run their threads themselves and return when
-// every one has ended; an Observer is called from the plan's goroutine and,
-// for RunProgress, from the run's watcher. Results are not shared: read
+// every one has ended. An Observer's methods are called one at a time,
+// from the goroutine that called RunPlan. Results are not shared: read
 // them after the call returns.
 package bench
 

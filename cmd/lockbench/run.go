@@ -57,8 +57,9 @@ func parseRun(args []string, stdout, stderr io.Writer) (bench.Options, runFlags,
 	var f runFlags
 	c := newCommand("run", `sysbench's OLTP workloads on the sbtest table, each lock kind at each thread count in
 mirrored order (point, range, range, point, then range, point, point, range, ...), each run on a
-fresh table. The table gives each kind's QPS and its ratio to the first kind; with --pairs 5 or
-more each ratio comes with an interval that holds its median with at least 90% confidence.`, stdout, stderr)
+fresh table. The table gives each kind's median QPS and its ratio to the first kind, the median of
+the pairs' own ratios; with --pairs 5 or more each ratio comes with an interval that holds its
+median with at least 90% confidence.`, stdout, stderr)
 	fs := c.fs
 	o.EnsureDefaults() // the flags' defaults
 	fs.Var(stringValue[bench.Workload]{&o.Workload}, "workload", "oltp_write_only | oltp_update_non_index | oltp_read_write | oltp_point_select")
