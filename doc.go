@@ -1,6 +1,6 @@
 // Package txnlock is the shared vocabulary of the txnlock lock managers:
 // transaction ids, lock modes, column families, keys and ranges, the Manager
-// interface that every lock manager implements, the seam through which
+// interface that every lock manager implements, the interface through which
 // managers report waits to a deadlock detector, and the errors they return.
 //
 // txnlock is a library for storage engines that run pessimistic
@@ -58,7 +58,7 @@
 // a certain deadlock). An upgrade from Shared to Exclusive is the common
 // case: it waits only for the other holders. Widening a held range past
 // requests that wait for it is another (rangelock applies the rule to its
-// wide requests; a point request of a range manager skips only as an
+// requests for more than one key; a request for one key skips only as an
 // upgrade). Second, in a range manager, it does not wait for a queued
 // range request (not a single key) whose transaction held no lock in the
 // column family when the request queued: that request keeps no one
