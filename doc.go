@@ -1,6 +1,6 @@
 // Package txnlock is the shared vocabulary of the txnlock lock managers:
 // transaction ids, lock modes, column families, keys and ranges, the Manager
-// interface that every lock manager implements, the seam through which
+// interface that every lock manager implements, the interface through which
 // managers report waits to a deadlock detector, and the errors they return.
 //
 // txnlock is a library for storage engines that run pessimistic
@@ -12,8 +12,8 @@
 //	row := txnlock.Point([]byte("orders/17"))
 //	err := m.Lock(ctx, txnlock.Request{Txn: 7, Range: row, Mode: txnlock.Exclusive})
 //	switch {
-//	case errors.Is(err, txnlock.ErrLockTimeout): // waited too long: retry or roll back
-//	case errors.Is(err, txnlock.ErrDeadlock): // the detector chose txn 7: roll back
+//	case errors.Is(err, txnlock.ErrLockNotGranted): // timed out, or NoWait: retry or roll back
+//	case errors.Is(err, txnlock.ErrDeadlock):       // the detector chose txn 7: roll back
 //	}
 //	...
 //	m.UnlockAll(7) // commit or rollback
@@ -29,7 +29,7 @@
 //	       │ conflict                                         ▲
 //	       ▼                                                  │ targeted wake-up
 //	┌─────────────────┐  Timeout == NoWait                    │ (only requests that
-//	│ FIFO wait queue │─────────────────▶ ErrLockTimeout      │  can now be granted)
+//	│ FIFO wait queue │─────────────────▶ ErrLockNoWait       │  can now be granted)
 //	└─────────────────┘                                       │
 //	       │ WaitGraph.Block: the wait is reported            │
 //	       ▼                                                  │
@@ -58,7 +58,7 @@
 // a certain deadlock). An upgrade from Shared to Exclusive is the common
 // case: it waits only for the other holders. Widening a held range past
 // requests that wait for it is another (rangelock applies the rule to its
-// wide requests; a point request of a range manager skips only as an
+// requests for more than one key; a request for one key skips only as an
 // upgrade). Second, in a range manager, it does not wait for a queued
 // range request (not a single key) whose transaction held no lock in the
 // column family when the request queued: that request keeps no one
@@ -109,10 +109,15 @@
 // # Errors
 //
 // Every error a manager returns is usable with errors.Is against the
-// exported sentinels (ErrLockTimeout, ErrDeadlock, ErrLockLimit, ...) and with
-// errors.As against *LockError (which request failed and why) and
-// *DeadlockError (the cycle). Bad input never panics and never changes lock
-// state.
+// exported sentinels and with errors.As against *LockError (which request
+// failed and why) and *DeadlockError (the cycle). A request that was not
+// granted because the lock was held ends with ErrLockTimeout (it waited
+// its timeout out, MySQL's 1205) or ErrLockNoWait (a NoWait request that
+// would have waited, MySQL's 3572); both match ErrLockNotGranted, so one
+// test covers both. ErrDeadlock means the transaction was a deadlock's
+// victim. Either way the transaction should roll back (or retry the
+// request); its other locks stay held until it does. Bad input never
+// panics and never changes lock state.
 //
 // # Closing
 //

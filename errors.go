@@ -10,9 +10,21 @@ import (
 // Sentinel errors. Every error a manager returns wraps one of these (or a
 // context error); test with errors.Is.
 var (
-	// ErrLockTimeout: the lock was not granted within the lock-wait timeout,
-	// or at once for a NoWait request.
-	ErrLockTimeout = errors.New("txnlock: lock wait timeout")
+	// ErrLockNotGranted: the lock was held in a conflicting mode and the
+	// request ended without it, because its lock-wait timeout fired
+	// (ErrLockTimeout) or because it was not to wait at all
+	// (ErrLockNoWait). Both satisfy errors.Is(err, ErrLockNotGranted), so
+	// that a caller that retries or rolls back on either tests once.
+	ErrLockNotGranted = errors.New("txnlock: lock not granted")
+	// ErrLockTimeout: the request waited for its lock-wait timeout and was
+	// not granted (MySQL's ER_LOCK_WAIT_TIMEOUT, 1205). errors.Is(err,
+	// ErrLockNotGranted) is true as well.
+	ErrLockTimeout error = &notGrantedError{"txnlock: lock wait timeout"}
+	// ErrLockNoWait: a NoWait request found the lock held in a conflicting
+	// mode (or queued for) and failed at once, without waiting (MySQL's
+	// ER_LOCK_NOWAIT, 3572). errors.Is(err, ErrLockNotGranted) is true;
+	// errors.Is(err, ErrLockTimeout) is false.
+	ErrLockNoWait error = &notGrantedError{"txnlock: lock not free and NoWait set"}
 	// ErrDeadlock: the request was chosen as the victim of a deadlock, or
 	// the search hit its limit under the assume-deadlock breaker policy. The
 	// error is a *DeadlockError.
@@ -59,6 +71,15 @@ var (
 	ErrInvalidSavepoint = errors.New("txnlock: invalid savepoint")
 )
 
+// notGrantedError is the type of ErrLockTimeout and ErrLockNoWait: each is
+// its own sentinel and also matches ErrLockNotGranted.
+type notGrantedError struct{ msg string }
+
+func (e *notGrantedError) Error() string { return e.msg }
+
+// Is makes errors.Is(err, ErrLockNotGranted) true.
+func (e *notGrantedError) Is(target error) bool { return target == ErrLockNotGranted }
+
 func invalidRange(why string) error { return fmt.Errorf("%w: %s", ErrInvalidRange, why) }
 
 // LockError says which request failed and why. Err is a sentinel above, a
@@ -69,7 +90,7 @@ type LockError struct {
 	CF       ColumnFamily
 	Range    Range
 	Mode     Mode
-	Blockers []TxnID // for ErrLockTimeout: whom it waited for at the end, as WaitStatus.Blockers
+	Blockers []TxnID // for ErrLockNotGranted: whom it waited (or would have waited) for at the end, as WaitStatus.Blockers
 	Err      error
 }
 
@@ -146,6 +167,13 @@ type DeadlockError struct {
 	Path          []CycleEntry
 	Limit         string // which limit tripped: "depth", "steps", "time"
 	Time          time.Time
+	// Seq numbers the deadlocks a detector found, from 1, in the order it
+	// found them (assumed ones too); 0 if no detector made the error.
+	Seq uint64
+	// Latest is set on the newest entry of a detector's History: Report
+	// then titles it LATEST DETECTED DEADLOCK, as InnoDB titles the one
+	// deadlock it keeps.
+	Latest bool
 }
 
 func (e *DeadlockError) Error() string {
@@ -163,12 +191,29 @@ func (e *DeadlockError) Error() string {
 func (e *DeadlockError) Is(target error) bool { return target == ErrDeadlock }
 
 // Report renders the deadlock like InnoDB's LATEST DETECTED DEADLOCK section:
-// one block per transaction with the lock it waits for and who holds it.
+// a title, the time it was found, then one block per transaction with the
+// lock it waits for and who holds it. The title is LATEST DETECTED DEADLOCK
+// for the newest entry of a detector's History (Latest), and DEADLOCK
+// followed by Seq for any other, so that reports of several deadlocks tell
+// which came when.
 func (e *DeadlockError) Report() string {
 	var sb strings.Builder
-	sb.WriteString("------------------------\nLATEST DETECTED DEADLOCK\n------------------------\n")
-	if !e.Time.IsZero() {
+	title := "DEADLOCK"
+	switch {
+	case e.Latest:
+		title = "LATEST DETECTED DEADLOCK"
+	case e.Seq > 0:
+		title = fmt.Sprintf("DEADLOCK %d", e.Seq)
+	}
+	rule := strings.Repeat("-", max(len(title), 24))
+	fmt.Fprintf(&sb, "%s\n%s\n%s\n", rule, title, rule)
+	switch {
+	case !e.Time.IsZero() && e.Latest && e.Seq > 0:
+		fmt.Fprintf(&sb, "%s, deadlock %d\n", e.Time.UTC().Format("2006-01-02 15:04:05.000000"), e.Seq)
+	case !e.Time.IsZero():
 		sb.WriteString(e.Time.UTC().Format("2006-01-02 15:04:05.000000") + "\n")
+	case e.Latest && e.Seq > 0:
+		fmt.Fprintf(&sb, "deadlock %d\n", e.Seq)
 	}
 	entries := e.Cycle
 	if e.LimitExceeded {

@@ -50,7 +50,12 @@ func TestDeadlockError(t *testing.T) {
 	require.True(t, errors.As(err, &got))
 	require.Equal(t, "txnlock: deadlock: cycle 1 -> 2 (victim txn 2)", d.Error())
 	rep := d.Report()
-	require.Contains(t, rep, "LATEST DETECTED DEADLOCK")
+	require.True(t, strings.HasPrefix(rep, "------------------------\nDEADLOCK\n------------------------\n2026-"), rep)
+	d.Seq = 4
+	require.True(t, strings.HasPrefix(d.Report(), "------------------------\nDEADLOCK 4\n------------------------\n2026-"), d.Report())
+	d.Latest = true
+	rep = d.Report()
+	require.True(t, strings.HasPrefix(rep, "------------------------\nLATEST DETECTED DEADLOCK\n------------------------\n2026-01-01 00:00:00.000000, deadlock 4\n"), rep)
 	require.Contains(t, rep, "*** (2) WAITING FOR cf 1 [b] mode S, blocked by [1]")
 	require.True(t, strings.HasSuffix(rep, "*** WE ROLL BACK TRANSACTION 2\n"))
 
@@ -97,4 +102,18 @@ func TestStatusString(t *testing.T) {
 waits:
   txn 4 cf 0 [15] X blockers=[3]
 `, s.String())
+}
+
+// TestNotGranted: a timeout and a NoWait refusal are told apart, and both
+// are a lock not granted.
+func TestNotGranted(t *testing.T) {
+	timeout := error(&LockError{Op: "lock", Txn: 3, Range: Point([]byte("k")), Mode: Exclusive, Blockers: []TxnID{7}, Err: ErrLockTimeout})
+	nowait := error(&LockError{Op: "lock", Txn: 3, Range: Point([]byte("k")), Mode: Exclusive, Blockers: []TxnID{7}, Err: ErrLockNoWait})
+	require.ErrorIs(t, timeout, ErrLockNotGranted)
+	require.ErrorIs(t, nowait, ErrLockNotGranted)
+	require.ErrorIs(t, nowait, ErrLockNoWait)
+	require.NotErrorIs(t, nowait, ErrLockTimeout)
+	require.NotErrorIs(t, timeout, ErrLockNoWait)
+	require.NotErrorIs(t, ErrLockNotGranted, ErrLockTimeout)
+	require.Equal(t, "txnlock: lock txn 3 cf 0 [k] X: lock not free and NoWait set (blocked by [7])", nowait.Error())
 }

@@ -11,7 +11,7 @@ const (
 	// DefaultTimeout (the zero value) in a Request uses the manager's
 	// LockTimeout.
 	DefaultTimeout time.Duration = 0
-	// NoWait fails at once with ErrLockTimeout if the lock is not free.
+	// NoWait fails at once with ErrLockNoWait if the request would wait.
 	NoWait time.Duration = -1
 	// WaitForever waits until the lock is granted, the context ends, or a
 	// deadlock victimizes the request.
@@ -25,7 +25,8 @@ type Request struct {
 	Range Range // [k, k] from Point(k) for a key lock
 	Mode  Mode
 	// Timeout bounds the wait: DefaultTimeout (0) uses the manager's
-	// LockTimeout, NoWait fails at once, WaitForever never times out, any
+	// LockTimeout, NoWait fails at once (ErrLockNoWait) if the request
+	// would wait, WaitForever never times out, any
 	// other positive duration waits that long. Other negative values are
 	// ErrInvalidTimeout. The context's deadline applies as well.
 	Timeout time.Duration
@@ -41,11 +42,20 @@ type Request struct {
 type Manager interface {
 	// Lock acquires req.Range in req.Mode, waiting as req.Timeout and ctx
 	// allow. On error the lock state is exactly as before the call. Errors
-	// are *LockError wrapping ErrLockTimeout, ErrDeadlock (a
-	// *DeadlockError), ErrLockLimit, a context error, or a bad-input
-	// sentinel (ErrInvalidTxn, ErrInvalidMode, ErrInvalidRange,
-	// ErrRangeNotSupported, ErrUnknownColumnFamily, ErrInvalidTimeout,
-	// ErrNilContext, ErrClosed).
+	// are *LockError wrapping one of:
+	//   - ErrLockTimeout: the request waited its lock-wait timeout out;
+	//   - ErrLockNoWait: req.Timeout is NoWait and the request would have
+	//     waited (it was not queued);
+	//   - ErrDeadlock (a *DeadlockError): the request was a deadlock's
+	//     victim;
+	//   - ErrLockLimit, a context error, or a bad-input sentinel
+	//     (ErrInvalidTxn, ErrInvalidMode, ErrInvalidRange,
+	//     ErrRangeNotSupported, ErrUnknownColumnFamily, ErrInvalidTimeout,
+	//     ErrNilContext, ErrClosed).
+	//
+	// ErrLockTimeout and ErrLockNoWait both match ErrLockNotGranted, and
+	// their LockError names the blocking transactions: test
+	// errors.Is(err, ErrLockNotGranted) to treat them alike.
 	Lock(ctx context.Context, req Request) error
 
 	// Unlock releases the lock txn holds on exactly r in cf, and wakes the

@@ -17,7 +17,7 @@ const DefaultLockTimeout = 5 * time.Second
 // Options embeds them.
 type WaitOptions struct {
 	// LockTimeout is how long a request waits when it does not set its own
-	// Timeout. NoWait fails at once, WaitForever never times out.
+	// Timeout. NoWait fails at once (ErrLockNoWait), WaitForever never times out.
 	// Default: DefaultLockTimeout (5s).
 	LockTimeout time.Duration
 	// Detector finds deadlocks among waiters. Give several managers the

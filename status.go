@@ -118,7 +118,7 @@ type Stats struct {
 	Released     uint64        // locks released
 	Waited       uint64        // requests that had to wait
 	WaitTime     time.Duration // total time spent waiting, granted or not
-	Timeouts     uint64        // requests that ended with ErrLockTimeout
+	Timeouts     uint64        // requests that ended with ErrLockNotGranted: timeouts and NoWait refusals
 	Deadlocks    uint64        // requests that ended with ErrDeadlock
 	Canceled     uint64        // requests that ended with a context error
 	LockLimit    uint64        // requests refused with ErrLockLimit

@@ -231,7 +231,7 @@ func (th *threadState) loop(spec RunSpec, stop *atomic.Bool, claimed *atomic.Int
 		case errors.Is(err, txnlock.ErrDeadlock):
 			th.deadlocks++
 			th.errs.Add(1)
-		case errors.Is(err, txnlock.ErrLockTimeout):
+		case errors.Is(err, txnlock.ErrLockNotGranted):
 			th.timeouts++
 			th.errs.Add(1)
 		case s.ctx.Err() != nil:

@@ -13,6 +13,7 @@ var csvHeader = []string{
 	"workload", "lock", "threads", "runs", "tps", "qps", "lat_avg_ms", "lat_p95_ms", "lat_max_ms",
 	"deadlocks", "timeouts", "locks_per_txn", "spread_pct", "verify_ok",
 	"ratio_pct", "ratio_lo_pct", "ratio_hi_pct", "ratio_confidence_pct", "ratio_pairs",
+	"qps_median", "qps_lo", "qps_hi",
 }
 
 // WriteCSV prints one header line, then one row per cell (lock kind,
@@ -39,6 +40,7 @@ func (res *Result) WriteCSV(w io.Writer) error {
 		default:
 			row = append(row, "", "", "", "", "")
 		}
+		row = append(row, f(c.QPSMedian, 2), f(c.QPSLo, 2), f(c.QPSHi, 2))
 		if err := cw.Write(row); err != nil {
 			return err
 		}

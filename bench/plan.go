@@ -167,7 +167,7 @@ func MeasureDriverOverhead(ctx context.Context, w Workload, tableSize int, d tim
 }
 
 // Cell is the summary of one (lock kind, thread count): means over its
-// runs.
+// runs, and the median QPS with its interval.
 type Cell struct {
 	Workload Workload `json:"workload"`
 	Lock     LockKind `json:"lock"`
@@ -181,6 +181,14 @@ type Cell struct {
 	QPSMin    float64 `json:"qps_min"`
 	QPSMax    float64 `json:"qps_max"`
 	SpreadPct float64 `json:"spread_pct"` // (max-min)/mean of tps over the runs, in %
+	// QPSMedian is the median of the runs' QPS, the figure the comparison
+	// table prints. QPSLo and QPSHi bound it with at least 90% confidence
+	// when the cell has enough runs (order statistics, as Ratio's
+	// interval; with 2 to 4 runs they are the min and max, with 1 the
+	// median).
+	QPSMedian float64 `json:"qps_median"`
+	QPSLo     float64 `json:"qps_lo"`
+	QPSHi     float64 `json:"qps_hi"`
 
 	LatAvg time.Duration `json:"lat_avg_ns"` // mean of the runs' averages
 	LatP95 time.Duration `json:"lat_p95_ns"` // mean of the runs' 95th percentiles
@@ -205,11 +213,13 @@ func summarize(runs []*RunResult, locks []LockKind, threads []int) []Cell {
 		for _, l := range locks {
 			c := Cell{Lock: l, Threads: t, VerifyOK: true}
 			var lat, p95 time.Duration
+			var qpss []float64
 			for _, r := range runs {
 				if r.Lock != l || r.Threads != t {
 					continue
 				}
 				tps, qps := r.TPS(), r.QPS()
+				qpss = append(qpss, qps)
 				if c.Runs == 0 || tps < c.TPSMin {
 					c.TPSMin = tps
 				}
@@ -242,6 +252,7 @@ func summarize(runs []*RunResult, locks []LockKind, threads []int) []Cell {
 			if c.TPS > 0 {
 				c.SpreadPct = 100 * (c.TPSMax - c.TPSMin) / c.TPS
 			}
+			c.QPSMedian, c.QPSLo, c.QPSHi, _ = medianInterval(qpss)
 			if r, ok := pairedRatio(runs, locks, t, l); ok && l != locks[0] {
 				c.Ratio = &r
 			}

@@ -40,15 +40,26 @@ func pairedRatio(runs []*RunResult, locks []LockKind, threads int, lock LockKind
 	if len(rs) == 0 {
 		return Ratio{}, false
 	}
-	slices.Sort(rs)
-	r := Ratio{Median: median(rs), Pairs: len(rs)}
-	k, cov := orderInterval(len(rs), ratioConfidence)
-	if k == 0 {
-		r.Lo, r.Hi = r.Median, r.Median
-		return r, true
-	}
-	r.Lo, r.Hi, r.Confidence = rs[k-1], rs[len(rs)-k], cov
+	r := Ratio{Pairs: len(rs)}
+	r.Median, r.Lo, r.Hi, r.Confidence = medianInterval(rs)
 	return r, true
+}
+
+// medianInterval returns the median of xs and the order-statistics
+// interval that holds the population's median with probability conf, at
+// least ratioConfidence when xs has enough samples (orderInterval); with
+// one sample the interval is the sample and conf 0. It sorts xs.
+func medianInterval(xs []float64) (med, lo, hi, conf float64) {
+	if len(xs) == 0 {
+		return 0, 0, 0, 0
+	}
+	slices.Sort(xs)
+	med = median(xs)
+	k, conf := orderInterval(len(xs), ratioConfidence)
+	if k == 0 {
+		return med, med, med, 0
+	}
+	return med, xs[k-1], xs[len(xs)-k], conf
 }
 
 // Resolved reports whether the interval lies wholly on one side of 1, so

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -103,15 +104,15 @@ func avgMs(d time.Duration, n uint64) float64 {
 	return ms(d) / float64(n)
 }
 
-// WriteComparison prints the plan's comparison table: QPS per thread count for
-// each lock kind, each other kind's ratio to the first (PairedRatio, with
+// WriteComparison prints the plan's comparison table: the median QPS per
+// thread count for each lock kind, each other kind's ratio to the first (PairedRatio, with
 // its interval when the plan ran several pairs), and the largest spread
 // of the row's cells; then, in words, the rows whose interval is wider
 // than the difference it measures.
 func (res *Result) WriteComparison(w io.Writer) {
 	o := res.Options
 	locks := o.Locks
-	fmt.Fprintf(w, "%s, layout %s, storage %s, %d table(s) x %d rows%s; QPS, mean of %d runs per cell (%d mirrored pair(s))\n",
+	fmt.Fprintf(w, "%s, layout %s, storage %s, %d table(s) x %d rows%s; every figure a median: QPS of the %d runs per cell, ratios of the %d mirrored pair(s)\n",
 		o.Workload, o.Layout, o.Storage, o.Tables, o.TableSize, noSK(o.NoSK), 2*o.Pairs, o.Pairs)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "Threads\t")
@@ -134,7 +135,7 @@ func (res *Result) WriteComparison(w io.Writer) {
 				continue
 			}
 			spread, cells = max(spread, c.SpreadPct), cells+1
-			fmt.Fprintf(tw, "%.2f\t", c.QPS)
+			fmt.Fprintf(tw, "%s\t", thousands(c.QPSMedian))
 		}
 		for _, l := range locks[1:] {
 			r, ok := res.PairedRatio(l, t)
@@ -179,7 +180,7 @@ func ratioHeader(l, base LockKind) string { return fmt.Sprintf("%s/%s %%", l, ba
 // writeRatioLegend says how the ratio columns are made, and then which
 // rows they do not resolve.
 func writeRatioLegend(w io.Writer, o Options, conf float64, notes []string) {
-	fmt.Fprintf(w, "kind/%s %% = 100 x the kind's QPS / %s's, the median over the mirrored pairs of each pair's own ratio (a pair's runs are adjacent in time, so the machine's drift moves both sides alike)", o.Locks[0], o.Locks[0])
+	fmt.Fprintf(w, "kind/%s %% = the median over the mirrored pairs of each pair's own ratio, 100 x the kind's QPS / %s's in the pair (a pair's runs are adjacent in time, so the machine's drift moves both sides alike, which the quotient of the QPS columns does not undo)", o.Locks[0], o.Locks[0])
 	if conf == 0 {
 		fmt.Fprintf(w, "; with one pair per thread count it has no interval (--pairs 5 or more gives a 90%% one)\n")
 		return
@@ -192,6 +193,21 @@ func writeRatioLegend(w io.Writer, o Options, conf float64, notes []string) {
 	for _, n := range notes {
 		fmt.Fprintf(w, "not resolved: %s\n", n)
 	}
+}
+
+// thousands renders x rounded to an integer, with a comma every three
+// digits: 137,209.
+func thousands(x float64) string {
+	s := strconv.FormatInt(int64(math.Round(x)), 10)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
 }
 
 func noSK(b bool) string {

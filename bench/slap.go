@@ -346,7 +346,7 @@ func slapClient(s *session, lt LoadType, n int, c *slapCounters) error {
 				c.assumed++
 			case errors.Is(err, txnlock.ErrDeadlock):
 				c.deadlocks++
-			case errors.Is(err, txnlock.ErrLockTimeout):
+			case errors.Is(err, txnlock.ErrLockNotGranted):
 				c.timeouts++
 			default:
 				if s.ctx.Err() != nil {

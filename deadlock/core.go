@@ -155,6 +155,7 @@ func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
 			Limit:         res.trip,
 			Path:          entries(res.path),
 			Time:          c.opts.Clock.Now(),
+			Seq:           c.hist.nextSeq(),
 		}
 		if c.src.fail(e.txn, e.waiter, e.seq, err) {
 			c.stats.Assumed++
@@ -265,7 +266,7 @@ func simpleCycle(walk []*edge) []*edge {
 func (c *core) breakCycle(cycle []*edge, requester txnlock.Waiter) (decision, *edge) {
 	c.describe(cycle)
 	v := cycle[c.chooseVictim(cycle)]
-	err := &txnlock.DeadlockError{Victim: v.txn, Cycle: entries(cycle), Time: c.opts.Clock.Now()}
+	err := &txnlock.DeadlockError{Victim: v.txn, Cycle: entries(cycle), Time: c.opts.Clock.Now(), Seq: c.hist.nextSeq()}
 	if c.testingOnConfirm != nil {
 		c.testingOnConfirm(err)
 	}

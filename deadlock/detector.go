@@ -272,7 +272,8 @@ func (d *Detector) Stats() Stats {
 }
 
 // History returns copies of the most recent deadlocks (Options.HistorySize
-// of them), oldest first, newest last. A deadlock is recorded when it is
+// of them), oldest first, newest last. The newest is marked Latest: its
+// Report is titled LATEST DETECTED DEADLOCK, the others' by their Seq. A deadlock is recorded when it is
 // decided; a victim whose wait ended just before (granted, timed out) does
 // not see the error, but the cycle was there when it was decided.
 func (d *Detector) History() []*txnlock.DeadlockError {

@@ -66,7 +66,9 @@ const DefaultColumnFamilyName = "default"
 // manager or a deadlock detector never reuse an id.
 var nextTxnID atomic.Uint64
 
-// New wraps pdb. It loads the column family catalog and registers every
+// New wraps pdb, a DB of github.com/cockroachdb/pebble/v2 (import that
+// path, not v1's github.com/cockroachdb/pebble; Open needs no Pebble
+// import at all). It loads the column family catalog and registers every
 // column family with opts.Manager (a column family the manager already has
 // is accepted). It returns a *txnlock.OptionsError listing every problem
 // with opts. Pebble's fatal errors go to pdb's own Logger (Pebble's

@@ -3,17 +3,33 @@
 // not have.
 //
 // Open opens a Pebble store and a DB over it (refusing a damaged
-// directory, and turning Pebble's fatal errors into errors where it can);
-// New wraps a Pebble DB the caller opened.
+// directory, and turning Pebble's fatal errors into errors where it can),
+// and needs no Pebble import; New wraps a DB the caller opened with
+// github.com/cockroachdb/pebble/v2.
 //
 //	m, _ := pointlock.New(pointlock.Options{}) // or rangelock, for range locks
-//	db, err := pebbletxn.Open(dir, pebbletxn.OpenOptions{Options: pebbletxn.Options{Manager: m}})
+//	db, err := pebbletxn.Open(dir, pebbletxn.OpenOptions{
+//		Options: pebbletxn.Options{Manager: m},
+//		Quiet:   true, // no "Found 0 WALs" and other Pebble news on stderr
+//	})
 //	...
 //	t, _ := db.Begin(nil)
 //	cf := txnlock.DefaultColumnFamily // or an id from db.CreateColumnFamily("orders")
 //	v, found, err := t.GetForUpdate(ctx, cf, []byte("balance/alice"), txnlock.Exclusive)
 //	err = t.Put(ctx, cf, []byte("balance/alice"), newValue) // locked until Commit
 //	err = t.Commit()                                        // or t.Rollback()
+//
+// A call that fails, a lock wait that timed out or lost a deadlock among
+// them, leaves the transaction open with every lock it took: roll it back
+// before retrying, or the retry waits for the loser's locks.
+//
+//	for {
+//		err := transfer(ctx, db) // Begin ... Commit, and Rollback on any error
+//		if errors.Is(err, txnlock.ErrDeadlock) || errors.Is(err, txnlock.ErrLockNotGranted) {
+//			continue // transfer rolled back: its locks are released
+//		}
+//		...
+//	}
 //
 // A transaction locks what it reads for update and what it writes before
 // touching it, through a txnlock.Manager (pointlock for key locks,
@@ -93,8 +109,10 @@
 // # Errors
 //
 // Lock errors are the manager's, unchanged: errors.Is(err,
-// txnlock.ErrLockTimeout), errors.Is(err, txnlock.ErrDeadlock),
-// errors.As(err, &*txnlock.DeadlockError) all work. pebbletxn adds
+// txnlock.ErrDeadlock), errors.Is(err, txnlock.ErrLockNotGranted) (a lock
+// wait timeout, txnlock.ErrLockTimeout, or a NoWait refusal,
+// txnlock.ErrLockNoWait), and errors.As(err, &de) with de a
+// *txnlock.DeadlockError all work. pebbletxn adds
 // ErrTxnDone (a call after Commit or Rollback), ErrClosed (a closed DB;
 // it also matches txnlock.ErrClosed) and *StorageError (errors.Is
 // ErrStorage) for everything Pebble fails: I/O errors, corruption, a

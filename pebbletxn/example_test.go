@@ -18,17 +18,19 @@ import (
 // Commit, so a second writer of the same key waits (here: fails at once,
 // with NoWait).
 func Example() {
-	pdb, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
-	if err != nil {
-		panic(err)
-	}
-	defer pdb.Close()
 	m, err := pointlock.New(pointlock.Options{})
 	if err != nil {
 		panic(err)
 	}
 	defer m.Close()
-	db, err := pebbletxn.New(pdb, pebbletxn.Options{Manager: m})
+	// Open opens the Pebble store too (here in memory; a directory name
+	// and no Pebble options for one on disk). Quiet keeps Pebble's
+	// informational messages off stderr.
+	db, err := pebbletxn.Open("", pebbletxn.OpenOptions{
+		Options: pebbletxn.Options{Manager: m},
+		Pebble:  &pebble.Options{FS: vfs.NewMem()},
+		Quiet:   true,
+	})
 	if err != nil {
 		panic(err)
 	}
@@ -40,7 +42,7 @@ func Example() {
 	fmt.Println(t1.Put(ctx, cf, []byte("balance/alice"), []byte("100")))
 	t2, _ := db.Begin(&pebbletxn.TxnOptions{LockTimeout: txnlock.NoWait})
 	err = t2.Put(ctx, cf, []byte("balance/alice"), []byte("0"))
-	fmt.Println("t2 waits for t1's lock:", errors.Is(err, txnlock.ErrLockTimeout))
+	fmt.Println("t2 waits for t1's lock:", errors.Is(err, txnlock.ErrLockNoWait))
 	t2.Rollback()
 	fmt.Println(t1.Commit())
 
@@ -59,7 +61,9 @@ func Example() {
 // With a range lock manager, ScanForUpdate locks the scanned range itself:
 // an insert into a gap of it waits until the scanning transaction ends.
 func ExampleTxn_ScanForUpdate() {
-	pdb, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	// New wraps a Pebble DB opened by the caller (who closes it after the
+	// DB); QuietLogger keeps Pebble's informational messages off stderr.
+	pdb, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: pebbletxn.QuietLogger{}})
 	if err != nil {
 		panic(err)
 	}
@@ -93,7 +97,7 @@ func ExampleTxn_ScanForUpdate() {
 	})
 	insert, _ := db.Begin(&pebbletxn.TxnOptions{LockTimeout: txnlock.NoWait})
 	err = insert.Put(ctx, orders, []byte("o/15"), []byte("open"))
-	fmt.Println("insert into the gap waits:", errors.Is(err, txnlock.ErrLockTimeout))
+	fmt.Println("insert into the gap waits:", errors.Is(err, txnlock.ErrLockNoWait))
 	insert.Rollback()
 	fmt.Println(scan.Commit())
 	// Output:

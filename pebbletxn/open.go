@@ -26,7 +26,32 @@ type OpenOptions struct {
 	// pebbletxn's calls recover (see FatalError). FS is the filesystem
 	// (default: vfs.Default). Default: nil, Pebble's defaults.
 	Pebble *pebble.Options
+	// Quiet drops Pebble's informational messages ("Found 0 WALs", flushes,
+	// compactions), which Pebble's default logger prints on stderr; its
+	// errors are still logged. It applies to the Logger of Pebble (or to
+	// Pebble's default logger). Default: false.
+	Quiet bool
 }
+
+// QuietLogger is Pebble's default logger without its informational
+// messages: errors go to stderr, and a fatal error stops the process as
+// with Pebble's default. Set QuietLogger{} as pebble.Options.Logger for a
+// Pebble DB given to New; Open takes OpenOptions.Quiet instead.
+type QuietLogger struct{}
+
+// Infof drops the message.
+func (QuietLogger) Infof(string, ...any) {}
+
+// Errorf logs as Pebble's default logger does.
+func (QuietLogger) Errorf(format string, args ...any) { pebble.DefaultLogger.Errorf(format, args...) }
+
+// Fatalf logs and exits as Pebble's default logger does.
+func (QuietLogger) Fatalf(format string, args ...any) { pebble.DefaultLogger.Fatalf(format, args...) }
+
+// quietLogger is a Logger whose Infof does nothing (OpenOptions.Quiet).
+type quietLogger struct{ pebble.Logger }
+
+func (quietLogger) Infof(string, ...any) {}
 
 // Open opens (or creates) the Pebble store in dir and a DB over it, which
 // owns it: Close closes the Pebble DB after rolling back the open
@@ -62,6 +87,9 @@ func Open(dir string, o OpenOptions) (_ *DB, err error) {
 	inner := po.Logger
 	if inner == nil {
 		inner = pebble.DefaultLogger
+	}
+	if o.Quiet {
+		inner = quietLogger{inner}
 	}
 	po.Logger = fatalLogger{Logger: inner}
 	pdb, err := openPebble(dir, &po)

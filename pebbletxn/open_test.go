@@ -1,6 +1,7 @@
 package pebbletxn
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -99,4 +100,34 @@ func TestOpenFreshAndBadOptions(t *testing.T) {
 	names, err := fs.List("")
 	require.NoError(t, err)
 	require.NotContains(t, names, "other", "Open created a store for bad options")
+}
+
+// infoLog records the informational messages Pebble logs.
+type infoLog struct {
+	quiet
+	infos *[]string
+}
+
+func (l infoLog) Infof(format string, args ...any) {
+	*l.infos = append(*l.infos, fmt.Sprintf(format, args...))
+}
+
+// Quiet drops Pebble's informational messages ("Found 0 WALs") on their
+// way to the logger; without it they reach it.
+func TestOpenQuiet(t *testing.T) {
+	for _, quietOpt := range []bool{false, true} {
+		var infos []string
+		db, err := Open("db", OpenOptions{
+			Options: Options{Manager: newManager(t, kindPoint, 0, nil)},
+			Pebble:  &pebble.Options{FS: vfs.NewMem(), Logger: infoLog{infos: &infos}},
+			Quiet:   quietOpt,
+		})
+		require.NoError(t, err)
+		require.NoError(t, db.Close())
+		if quietOpt {
+			require.Empty(t, infos)
+		} else {
+			require.Contains(t, infos, "Found 0 WALs")
+		}
+	}
 }

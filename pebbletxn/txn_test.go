@@ -98,7 +98,7 @@ func TestGetForUpdateShared(t *testing.T) {
 	}
 	t3.timeout = txnlock.NoWait
 	_, _, err := t3.GetForUpdate(bg, txnlock.DefaultColumnFamily, []byte("k"), txnlock.Exclusive)
-	require.ErrorIs(t, err, txnlock.ErrLockTimeout)
+	require.ErrorIs(t, err, txnlock.ErrLockNoWait)
 	require.NoError(t, t1.Commit())
 	require.NoError(t, t2.Rollback())
 	_, _, err = t3.GetForUpdate(bg, txnlock.DefaultColumnFamily, []byte("k"), txnlock.Exclusive)
@@ -226,7 +226,7 @@ func TestColumnFamilies(t *testing.T) {
 	require.NoError(t, t1.Put(bg, a, []byte("k"), []byte("in a")))
 	t2.timeout = txnlock.NoWait
 	require.NoError(t, t2.Put(bg, b, []byte("k"), []byte("in b")), "same key, other column family: no conflict")
-	require.ErrorIs(t, t2.Put(bg, a, []byte("k"), nil), txnlock.ErrLockTimeout)
+	require.ErrorIs(t, t2.Put(bg, a, []byte("k"), nil), txnlock.ErrLockNoWait)
 	require.NoError(t, t1.Commit())
 	require.NoError(t, t2.Commit())
 	t3 := begin(t, e.db)

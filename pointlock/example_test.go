@@ -89,7 +89,7 @@ func ExampleManager_AddColumnFamily() {
 	fmt.Println(m.Lock(ctx, txnlock.Request{Txn: 1, Range: k, Mode: txnlock.Exclusive}))
 	fmt.Println(m.Lock(ctx, txnlock.Request{Txn: 2, CF: index, Range: k, Mode: txnlock.Exclusive}))
 	err = m.Lock(ctx, txnlock.Request{Txn: 2, Range: k, Mode: txnlock.Exclusive})
-	fmt.Println(errors.Is(err, txnlock.ErrLockTimeout))
+	fmt.Println(errors.Is(err, txnlock.ErrLockNoWait))
 	m.UnlockAll(1)
 	m.UnlockAll(2)
 	// Output:

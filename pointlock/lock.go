@@ -72,7 +72,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 		st.c.Timeouts++
 		blockers := l.WaitsForNew(nil, req.Txn, req.Mode, upgrade)
 		st.mu.Unlock()
-		return lockErr("lock", req, blockers, txnlock.ErrLockTimeout)
+		return lockErr("lock", req, blockers, txnlock.ErrLockNoWait)
 	}
 	w := m.enqueueLocked(st, l, &req, upgrade)
 	st.mu.Unlock()

@@ -67,7 +67,7 @@ func (md *model) lock(ctxState int, req txnlock.Request) error {
 	}
 	for t, m := range holders {
 		if t != req.Txn && !m.Compatible(req.Mode) {
-			return txnlock.ErrLockTimeout
+			return txnlock.ErrLockNoWait
 		}
 	}
 	if len(holders) == 0 {

@@ -22,7 +22,7 @@ func Example() {
 	fmt.Println(m.Lock(ctx, txnlock.Request{Txn: 1, Range: scan, Mode: txnlock.Exclusive}))
 	for _, k := range []string{"id/15", "id/25"} {
 		err := m.Lock(ctx, txnlock.Request{Txn: 2, Range: txnlock.Point([]byte(k)), Mode: txnlock.Exclusive})
-		fmt.Printf("insert %s: conflicts %t\n", k, errors.Is(err, txnlock.ErrLockTimeout))
+		fmt.Printf("insert %s: conflicts %t\n", k, errors.Is(err, txnlock.ErrLockNoWait))
 	}
 	fmt.Print(m.Status())
 	m.UnlockAll(1)
@@ -51,7 +51,7 @@ func Example_sharedRanges() {
 	fmt.Println(m.Lock(ctx, txnlock.Request{Txn: 1, Range: a, Mode: txnlock.Shared}))
 	fmt.Println(m.Lock(ctx, txnlock.Request{Txn: 2, Range: b, Mode: txnlock.Shared}))
 	err = m.Lock(ctx, txnlock.Request{Txn: 3, Range: txnlock.Point([]byte("g")), Mode: txnlock.Exclusive})
-	fmt.Println("exclusive g conflicts:", errors.Is(err, txnlock.ErrLockTimeout))
+	fmt.Println("exclusive g conflicts:", errors.Is(err, txnlock.ErrLockNoWait))
 	m.UnlockAll(1)
 	m.UnlockAll(2)
 	// Output:

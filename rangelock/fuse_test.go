@@ -24,13 +24,13 @@ func TestFusedFollowsWideActivity(t *testing.T) {
 
 	require.NoError(t, lock(1, txnlock.Point([]byte("a"))))
 	require.False(t, fused(), "points only")
-	require.ErrorIs(t, lock(2, incl(t, "a", "c")), txnlock.ErrLockTimeout)
+	require.ErrorIs(t, lock(2, incl(t, "a", "c")), txnlock.ErrLockNoWait)
 	require.False(t, fused(), "a wide request that failed at once leaves nothing")
 
 	require.NoError(t, lock(2, incl(t, "m", "p")))
 	require.True(t, fused(), "a wide lock held")
 	require.NoError(t, lock(1, txnlock.Point([]byte("x"))), "a point outside it, fused")
-	require.ErrorIs(t, lock(1, txnlock.Point([]byte("n"))), txnlock.ErrLockTimeout, "a point inside it, fused")
+	require.ErrorIs(t, lock(1, txnlock.Point([]byte("n"))), txnlock.ErrLockNoWait, "a point inside it, fused")
 	require.NoError(t, m.UnlockAll(2))
 	require.False(t, fused(), "the wide lock released")
 

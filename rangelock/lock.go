@@ -46,8 +46,8 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 func (m *Manager) lockSlow(ctx context.Context, f *family, q *request, req txnlock.Request, timeout time.Duration) error {
 	blockers, err := f.lock(ctx, q, timeout)
 	if err != nil {
-		if err != txnlock.ErrLockTimeout {
-			blockers = nil // LockError.Blockers is for timeouts
+		if err != txnlock.ErrLockTimeout && err != txnlock.ErrLockNoWait {
+			blockers = nil // LockError.Blockers is for timeouts and NoWait refusals
 		}
 		return lockErr("lock", req, blockers, err)
 	}
@@ -250,7 +250,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 		f.countersLocked(q).Timeouts++
 		report := f.waitsForLocked(q, newRequest, l, nil, nil)
 		f.unlockReqLocks(held)
-		return report, txnlock.ErrLockTimeout
+		return report, txnlock.ErrLockNoWait
 	}
 	w := f.enqueueLocked(q, l)
 	f.unlockReqLocks(held)

@@ -183,7 +183,7 @@ func TestStatsKeepDroppedFamilies(t *testing.T) {
 	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, CF: 1, Range: point("k"), Mode: txnlock.Exclusive}))
 	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, CF: 1, Range: wide, Mode: txnlock.Shared}))
 	err = m.Lock(ctx, txnlock.Request{Txn: 2, CF: 1, Range: point("k"), Mode: txnlock.Shared, Timeout: txnlock.NoWait})
-	require.ErrorIs(t, err, txnlock.ErrLockTimeout)
+	require.ErrorIs(t, err, txnlock.ErrLockNoWait)
 	require.NoError(t, m.UnlockAll(1))
 	before := m.Stats()
 	require.NoError(t, m.DropColumnFamily(1))

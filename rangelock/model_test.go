@@ -173,7 +173,7 @@ func runModel(o *opReader, nops int) error {
 			req := txnlock.Request{Txn: txn, CF: cf, Range: r, Mode: mode, Timeout: txnlock.NoWait}
 			err := m.Lock(ctx, req)
 			want := !model.conflicts(cf, txn, r, mode)
-			if (err == nil) != want || (err != nil && !errors.Is(err, txnlock.ErrLockTimeout)) {
+			if (err == nil) != want || (err != nil && !errors.Is(err, txnlock.ErrLockNoWait)) {
 				return fmt.Errorf("%s: got %v, want success=%t", trace.String(), err, want)
 			}
 			if want {

@@ -184,7 +184,7 @@ func runRandom(t *testing.T, m *Manager, workers, txnsPerWorker int) {
 					}
 					err := m.Lock(context.Background(), req)
 					if err != nil {
-						if !errors.Is(err, txnlock.ErrLockTimeout) && !errors.Is(err, txnlock.ErrDeadlock) && !errors.Is(err, txnlock.ErrLockLimit) {
+						if !errors.Is(err, txnlock.ErrLockNotGranted) && !errors.Is(err, txnlock.ErrDeadlock) && !errors.Is(err, txnlock.ErrLockLimit) {
 							t.Errorf("lock: %v", err)
 						}
 						break

@@ -116,13 +116,24 @@
 // table runs, 1 and 2 differ only in that cost. Counters start after the
 // greatest id at Open and after Prepare.
 //
-// # Deviations from the driver contract (sbtest_api.md)
+// # Beyond the table
 //
 // Options has Manager (use a caller's manager; it is not closed), and
 // CacheSize and MemTableSize (Pebble sizes; RocksDB's defaults). DB adds
 // Options, Manager and TxnDB; Tx adds ID and UpdateIndexBy (k=k+delta,
-// locked as UpdateIndex; the bank-transfer test uses it). VerifyReport counts Rows,
-// SKEntries, Missing and Extra; duplicate ids cannot exist because ids are
-// keys. Errors add ErrNotEmpty (Prepare over rows) and ErrInconsistent
-// (Verify).
+// locked as UpdateIndex). VerifyReport counts Rows, SKEntries, Missing and
+// Extra; duplicate ids cannot exist because ids are keys.
+//
+// # Errors
+//
+// Lock errors come from the manager unchanged: test errors.Is(err,
+// txnlock.ErrDeadlock) and errors.Is(err, txnlock.ErrLockNotGranted), and
+// roll the transaction back. sbtest adds ErrDuplicateKey (an insert of an
+// id that exists), ErrNotEmpty (Prepare over rows) and ErrInconsistent
+// (Verify), and bad options are a *txnlock.OptionsError listing every
+// problem.
 package sbtest
+
+// For maintainers: the additions listed under "Beyond the table" are this
+// package's deviations from the driver contract in sbtest_api.md. (This
+// comment is not the package doc; go doc does not show it.)

@@ -5,8 +5,11 @@
 //	                          range, threads 1..100, in-memory Pebble, five
 //	                          mirrored pairs of 1 s runs per thread count;
 //	                          prints the table, writes lockbench.png
-//	lockbench run [flags]     sysbench's analog (lockbench run -h)
-//	lockbench [flags]         the same as lockbench run [flags]
+//	lockbench [flags]         the main comparison with some of its settings
+//	                          changed: its defaults, then the flags
+//	lockbench run [flags]     sysbench's analog (lockbench run -h), with
+//	                          sysbench's defaults (10 s runs, one pair,
+//	                          each run's report, no plot)
 //	lockbench slap [flags]    mysqlslap's analog (lockbench slap -h)
 //
 // Exit status: 0 on success, 2 on a usage error (unknown flag or bad
@@ -21,6 +24,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,8 +63,12 @@ const usage = `usage: lockbench [run|slap|help] [flags]
                        thread count (about three minutes on 2 cores); prints the table with
                        each ratio's interval and writes lockbench.png
                        (= lockbench run --time 1 --pairs 5 --per-run none --plot lockbench.png)
-  lockbench run        sysbench's analog: workloads, lock kinds, thread ramps, mirrored pairs
-  lockbench --flag...  the same as lockbench run --flag...
+  lockbench --flag...  the main comparison with some settings changed: the same as
+                       lockbench run --time 1 --pairs 5 --per-run none --plot lockbench.png --flag...
+                       (so "lockbench --threads 1,2" keeps 1 s runs, five pairs and the plot;
+                       --plot= draws none)
+  lockbench run        sysbench's analog: workloads, lock kinds, thread ramps, mirrored pairs,
+                       with sysbench's defaults (10 s runs, one pair, each run's report, no plot)
   lockbench slap       mysqlslap's analog: client sessions, iterations, lock kinds, auto-increment
   lockbench help       this text; "lockbench run -h" and "lockbench slap -h" list the flags
 `
@@ -85,7 +93,8 @@ func lockbench(ctx context.Context, args []string, stdout, stderr io.Writer, ope
 	case args[0] == "slap":
 		err = slapCmd(ctx, args[1:], stdout, stderr, open)
 	case strings.HasPrefix(args[0], "-"):
-		err = runCmd(ctx, args, stdout, stderr, open)
+		// The main comparison with changes: its defaults, then the flags.
+		err = runCmd(ctx, append(slices.Clone(mainJob), args...), stdout, stderr, open)
 	default:
 		fmt.Fprintf(stderr, "lockbench: unknown command %q\n%s", args[0], helpPointer(""))
 		return exitUsage

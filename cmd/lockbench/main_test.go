@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -305,11 +306,63 @@ func TestBadValueOneLine(t *testing.T) {
 	}
 }
 
-// TestFlagsWithoutCommand: flags alone mean "run".
+// TestFlagsWithoutCommand: flags alone change the main comparison: its
+// defaults (five pairs, no per-run reports, the plot) hold for the rest.
 func TestFlagsWithoutCommand(t *testing.T) {
-	code, stdout, stderr := cli(t, bench.OpenNoop, "--threads", "4", "--events", "20", "--time", "0", "--per-run", "none", "--driver-overhead", "0")
+	plot := filepath.Join(t.TempDir(), "p.png")
+	code, stdout, stderr := cli(t, bench.OpenNoop, "--threads", "4", "--events", "20", "--time", "0", "--driver-overhead", "0", "--plot", plot)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, "lockbench run --workload=oltp_write_only --lock=point,range --threads=4 ")
+	assert.Contains(t, stdout, " --pairs=5 ")
+	assert.Contains(t, stdout, " --per-run=none --plot="+plot+" ")
+	assert.NotContains(t, stdout, "== run", "no per-run report")
+}
+
+// TestCommandLineReproduces: the command line a run prints parses back to
+// the same settings, every flag of the run included.
+func TestCommandLineReproduces(t *testing.T) {
+	plot := filepath.Join(t.TempDir(), "a plot.svg")
+	args := []string{"--threads", "1,2", "--events", "20", "--time", "0", "--pairs", "2", "--lock", "point,range,point-sk",
+		"--per-run", "line", "--plot", plot, "--driver-overhead", "0", "--seed", "7", "--delay-rule", "0x9DE8BE03CC1190C2=1ms", "--digest-stats"}
+	code, stdout, stderr := cli(t, bench.OpenNoop, args...)
+	require.Equal(t, exitOK, code, stderr)
+	line, _, _ := strings.Cut(stdout, "\n")
+	require.True(t, strings.HasPrefix(line, "lockbench run "), line)
+	printed := shellFields(t, strings.TrimPrefix(line, "lockbench run "))
+	o1, f1, err := parseRun(append(slices.Clone(mainJob), args...), io.Discard, io.Discard)
+	require.NoError(t, err)
+	o2, f2, err := parseRun(printed, io.Discard, io.Discard)
+	require.NoError(t, err, line)
+	assert.Equal(t, o1, o2, line)
+	assert.Equal(t, f1, f2, line)
+}
+
+// shellFields splits s as a POSIX shell splits words, for the quoting
+// shellQuote does (single quotes).
+func shellFields(t *testing.T, s string) []string {
+	var out []string
+	var cur strings.Builder
+	inWord, quoted := false, false
+	for _, r := range s {
+		switch {
+		case r == '\'':
+			quoted, inWord = !quoted, true
+		case r == ' ' && !quoted:
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+			}
+			inWord = false
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	require.False(t, quoted, "unbalanced quotes in %q", s)
+	if inWord {
+		out = append(out, cur.String())
+	}
+	return out
 }
 
 // TestPlotCheckedBeforeRuns: a plot path that cannot be written, or in a
@@ -349,7 +402,7 @@ func TestPlotTwoPanels(t *testing.T) {
 	}
 	svg, err := os.ReadFile(filepath.Join(dir, "plot.svg"))
 	require.NoError(t, err)
-	for _, want := range []string{"QPS (mean of 4 runs", "ratio to point", "range/point", "point-sk/point", "% of point&#39;s QPS"} {
+	for _, want := range []string{"QPS (median of 4 runs", "ratio to point", "range/point", "point-sk/point", "% of point&#39;s QPS"} {
 		assert.Contains(t, string(svg), want)
 	}
 }
@@ -393,7 +446,7 @@ func TestRatioIntervalInWords(t *testing.T) {
 	code, stdout, stderr := cli(t, bench.OpenNoop, "run", "--threads", "1", "--events", "30", "--time", "0",
 		"--pairs", "5", "--per-run", "none", "--driver-overhead", "0")
 	require.Equal(t, exitOK, code, stderr)
-	assert.Regexp(t, `\n\s+1\s+[0-9.]+\s+[0-9.]+\s+[0-9.]+ \([0-9.]+-[0-9.]+\)\s+[0-9.]+%\n`, stdout)
+	assert.Regexp(t, `\n\s+1\s+[0-9,]+\s+[0-9,]+\s+[0-9.]+ \([0-9.]+-[0-9.]+\)\s+[0-9.]+%\n`, stdout)
 	assert.Contains(t, stdout, "holds the median with 94% confidence")
 	assert.Regexp(t, `(every row's interval lies on one side of 100|not resolved: at 1 thread range/point = )`, stdout)
 }
@@ -503,6 +556,6 @@ func TestRunInterrupted(t *testing.T) {
 			continue
 		}
 		assert.Contains(t, stdout.String(), "interrupted after 2 of 8 runs; the runs that finished:")
-		assert.Regexp(t, `\n\s+1\s+[0-9.]+\s+[0-9.]+\s+-\s+0\.0%\n\s+2\s+-\s+-\s+-\s+-\n`, stdout.String())
+		assert.Regexp(t, `\n\s+1\s+[0-9,]+\s+[0-9,]+\s+-\s+0\.0%\n\s+2\s+-\s+-\s+-\s+-\n`, stdout.String())
 	}
 }

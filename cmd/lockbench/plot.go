@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -84,24 +85,26 @@ func writePlot(file string, res *bench.Result) error {
 	return nil
 }
 
-// qpsPlot draws a line per lock kind through the cells' mean QPS, with a
-// bar from the cells' minimum to their maximum.
+// qpsPlot draws a line per lock kind through the cells' median QPS, with
+// a bar over the interval that holds each median with at least 90%
+// confidence (Cell.QPSLo to QPSHi: one slow run does not reach down to 0).
 func qpsPlot(res *bench.Result) *plot.Plot {
 	o := res.Options
 	p := newThreadPlot(o.Threads)
+	p.Y.Min = 0
 	p.Title.Text = fmt.Sprintf("%s, layout %s, storage %s, %d x %d rows", o.Workload, o.Layout, o.Storage, o.Tables, o.TableSize)
 	if o.NoSK {
 		p.Title.Text += ", no secondary index"
 	}
-	p.Y.Label.Text = fmt.Sprintf("QPS (mean of %d runs; bars: min to max)", 2*o.Pairs)
+	p.Y.Label.Text = fmt.Sprintf("QPS (median of %d runs; bars: its 90%% interval)", 2*o.Pairs)
 	p.Y.Tick.Marker = thousandsTicks{}
 	maxY := 0.0
 	for i, l := range o.Locks {
 		var b errBars
 		for _, t := range o.Threads {
 			if c, ok := cellOf(res, l, t); ok {
-				b.add(float64(t), c.QPS, c.QPSMin, c.QPSMax)
-				maxY = max(maxY, c.QPSMax)
+				b.add(float64(t), c.QPSMedian, c.QPSLo, c.QPSHi)
+				maxY = max(maxY, c.QPSHi)
 			}
 		}
 		addSeries(p, i, string(l), b)
@@ -114,21 +117,48 @@ func qpsPlot(res *bench.Result) *plot.Plot {
 }
 
 // ratioPlot draws each other kind's ratio to the baseline in %, the
-// median of the pairs with its interval as a bar, and a line at 100.
+// median of the pairs with its interval as a bar, and a line at 100. Its
+// y axis is fitted to the medians that are not outliers (ratioLimits);
+// whatever lies beyond it, a median or the end of a bar, is drawn at the
+// edge with a triangle and labelled with its value.
 func ratioPlot(res *bench.Result) *plot.Plot {
 	o := res.Options
 	base := o.Locks[0]
 	p := newThreadPlot(o.Threads)
-	p.Title.Text = fmt.Sprintf("ratio to %s (median of the pairs; bars: its interval)", base)
+	p.Title.Text = fmt.Sprintf("ratio to %s (median of the pairs; bars: its interval; triangles: beyond the axis, labelled)", base)
 	p.Y.Label.Text = fmt.Sprintf("%% of %s's QPS", base)
-	maxY := 100.0
+	p.Y.Tick.Marker = plainTicks{}
+	var all []ratioPoint
+	for _, l := range o.Locks[1:] {
+		for _, t := range o.Threads {
+			if c, ok := cellOf(res, l, t); ok && c.Ratio != nil {
+				r := c.Ratio
+				all = append(all, ratioPoint{x: float64(t), med: 100 * r.Median, lo: 100 * r.Lo, hi: 100 * r.Hi})
+			}
+		}
+	}
+	lo, hi := ratioLimits(all)
+	p.Y.Min, p.Y.Max = lo, hi
+	var clipped plotter.XYLabels
+	clip := func(x, y float64) float64 {
+		switch {
+		case y > hi:
+			clipped.XYs = append(clipped.XYs, plotter.XY{X: x, Y: hi})
+			clipped.Labels = append(clipped.Labels, strconv.FormatFloat(y, 'f', 0, 64))
+			return hi
+		case y < lo:
+			clipped.XYs = append(clipped.XYs, plotter.XY{X: x, Y: lo})
+			clipped.Labels = append(clipped.Labels, strconv.FormatFloat(y, 'f', 0, 64))
+			return lo
+		}
+		return y
+	}
 	for i, l := range o.Locks[1:] {
 		var b errBars
 		for _, t := range o.Threads {
 			if c, ok := cellOf(res, l, t); ok && c.Ratio != nil {
-				r := c.Ratio
-				b.add(float64(t), 100*r.Median, 100*r.Lo, 100*r.Hi)
-				maxY = max(maxY, 100*r.Hi)
+				r, x := c.Ratio, float64(t)
+				b.add(x, clip(x, 100*r.Median), clip(x, 100*r.Lo), clip(x, 100*r.Hi))
 			}
 		}
 		addSeries(p, i+1, fmt.Sprintf("%s/%s", l, base), b)
@@ -137,15 +167,116 @@ func ratioPlot(res *bench.Result) *plot.Plot {
 		even.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
 		p.Add(even)
 	}
-	p.Y.Max = maxY * 1.15
+	addClipped(p, clipped, hi)
 	return p
 }
 
-// newThreadPlot is a plot whose x axis is the thread axis (threadAxis)
-// and whose y axis starts at 0, with a grid and the legend top left.
+// ratioPoint is one ratio in %: its median and interval at x threads.
+type ratioPoint struct{ x, med, lo, hi float64 }
+
+// ratioLimits fits the ratio axis. The medians far from the others (by
+// more than 3 median absolute deviations, and more than 25 points) are
+// outliers and left out; the rest and 100 set the core, and the axis
+// reaches past the core by the core's width (at least 10 points), less
+// where no bar goes that far. So one pair at 2,592% flattens nothing.
+func ratioLimits(pts []ratioPoint) (lo, hi float64) {
+	meds := make([]float64, 0, len(pts))
+	for _, p := range pts {
+		meds = append(meds, p.med)
+	}
+	center := medianOf(meds)
+	devs := make([]float64, len(meds))
+	for i, m := range meds {
+		devs[i] = math.Abs(m - center)
+	}
+	cut := max(3*medianOf(devs), 25)
+	coreLo, coreHi := 100.0, 100.0
+	for _, m := range meds {
+		if math.Abs(m-center) <= cut {
+			coreLo, coreHi = min(coreLo, m), max(coreHi, m)
+		}
+	}
+	reach := max(coreHi-coreLo, 10)
+	lo, hi = coreLo, coreHi
+	for _, p := range pts {
+		lo = max(min(lo, p.lo, p.med), coreLo-reach)
+		hi = min(max(hi, p.hi, p.med), coreHi+reach)
+	}
+	pad := (hi - lo) * 0.08
+	return lo - pad, hi + pad*2 // room for the legend above
+}
+
+// medianOf is the median of xs (0 for none), leaving xs as it was.
+func medianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// addClipped marks the values drawn at an edge of the axis: a triangle
+// pointing past the edge (up at the top, hi, down at the bottom) and the
+// value beside it.
+func addClipped(p *plot.Plot, clipped plotter.XYLabels, hi float64) {
+	if len(clipped.XYs) == 0 {
+		return
+	}
+	for _, up := range []bool{true, false} {
+		var pts plotter.XYs
+		for _, xy := range clipped.XYs {
+			if (xy.Y == hi) == up {
+				pts = append(pts, xy)
+			}
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		sc, err := plotter.NewScatter(pts)
+		if err != nil {
+			continue
+		}
+		sc.GlyphStyle.Radius = vg.Points(4)
+		sc.GlyphStyle.Shape = draw.TriangleGlyph{}
+		if !up {
+			sc.GlyphStyle.Shape = invertedTriangle{}
+		}
+		p.Add(sc)
+	}
+	if labels, err := plotter.NewLabels(clipped); err == nil {
+		for i := range labels.TextStyle {
+			labels.TextStyle[i].XAlign = draw.XLeft
+			labels.TextStyle[i].YAlign = draw.YCenter
+		}
+		labels.Offset = vg.Point{X: vg.Points(6)}
+		p.Add(labels)
+	}
+}
+
+// invertedTriangle is a triangle glyph pointing down.
+type invertedTriangle struct{}
+
+func (invertedTriangle) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
+	r := sty.Radius
+	dx, dy := r*vg.Length(math.Cos(math.Pi/6)), r*vg.Length(math.Sin(math.Pi/6))
+	var path vg.Path
+	path.Move(vg.Point{X: pt.X, Y: pt.Y - r})
+	path.Line(vg.Point{X: pt.X - dx, Y: pt.Y + dy})
+	path.Line(vg.Point{X: pt.X + dx, Y: pt.Y + dy})
+	path.Close()
+	c.SetColor(sty.Color)
+	c.Fill(path)
+}
+
+// newThreadPlot is a plot whose x axis is the thread axis (threadAxis),
+// with a grid and the legend top left.
 func newThreadPlot(threads []int) *plot.Plot {
 	p := plot.New()
-	p.Y.Min = 0
 	p.Legend.Top = true
 	p.Legend.Left = true
 	p.Add(plotter.NewGrid())
@@ -247,6 +378,35 @@ func (thousandsTicks) Ticks(lo, hi float64) []plot.Tick {
 			ts[i].Label = trimZeros(strconv.FormatFloat(v/1e6, 'f', 2, 64)) + "M"
 		case v >= 1e3:
 			ts[i].Label = trimZeros(strconv.FormatFloat(v/1e3, 'f', 1, 64)) + "k"
+		}
+	}
+	return ts
+}
+
+// plainTicks labels an axis with as many decimals as its step needs: 90,
+// 95, 100 rather than 90.00, 95.00, 100.00.
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	step := math.Inf(1)
+	prev := math.NaN()
+	for _, t := range ts {
+		if t.Label == "" {
+			continue
+		}
+		if !math.IsNaN(prev) {
+			step = min(step, t.Value-prev)
+		}
+		prev = t.Value
+	}
+	decimals := 0
+	if step < 1 && step > 0 {
+		decimals = int(math.Ceil(-math.Log10(step)))
+	}
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', decimals, 64)
 		}
 	}
 	return ts

@@ -30,11 +30,33 @@ func TestProgressLine(t *testing.T) {
 	assert.True(t, strings.HasSuffix(buf.String(), "\r\033[K"))
 }
 
-// TestNoProgressOffTerminal: a plan whose stderr is not a terminal draws
-// no progress line.
-func TestNoProgressOffTerminal(t *testing.T) {
+// TestProgressLines: off a terminal, progress is whole lines, the first
+// at the plan's start, then at most one an interval.
+func TestProgressLines(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(0, 0)
+	p := newProgressLines(&buf, 2*time.Second, 10*time.Second)
+	p.nowFunc = func() time.Time { return now }
+	p.RunStart(1, 40, bench.LockPoint, 1)
+	assert.Equal(t, "lockbench: run 1 of 40 (point, 1 thread), 1m20s left\n", buf.String())
+	now = now.Add(9 * time.Second)
+	p.RunProgress(0.5)
+	p.RunDone(nil)
+	p.RunStart(2, 40, bench.LockRange, 1)
+	assert.Equal(t, 1, strings.Count(buf.String(), "\n"), "not yet an interval")
+	now = now.Add(time.Second)
+	p.RunProgress(0.5)
+	assert.Equal(t, 2, strings.Count(buf.String(), "\n"))
+	assert.True(t, strings.HasSuffix(buf.String(), "lockbench: run 2 of 40 (range, 1 thread), 4m17s left\n"), buf.String())
+	p.clear()
+	assert.NotContains(t, buf.String(), "\r")
+}
+
+// TestProgressOffTerminal: a plan whose stderr is not a terminal reports
+// its progress in lines there.
+func TestProgressOffTerminal(t *testing.T) {
 	code, _, stderr := cli(t, bench.OpenNoop, "run", "--threads", "1", "--time", "3", "--events", "10", "--per-run", "none", "--driver-overhead", "0")
 	assert.Equal(t, exitOK, code)
-	assert.NotContains(t, stderr, "left")
-	assert.Empty(t, stderr)
+	assert.True(t, strings.HasPrefix(stderr, "lockbench: run 1 of 4 (point, 1 thread), "), stderr)
+	assert.NotContains(t, stderr, "\r")
 }

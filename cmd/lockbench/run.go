@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/txnlock/txnlock/bench"
@@ -17,6 +18,25 @@ type runFlags struct {
 	perRun       string
 	overhead     time.Duration
 	forceThreads bool
+}
+
+// String renders f as flags, every one of them, so that the line a run
+// prints (with bench.Options.String) reproduces it when pasted into a
+// shell.
+func (f runFlags) String() string {
+	s := fmt.Sprintf("--format=%s --per-run=%s --plot=%s --driver-overhead=%v", f.format, f.perRun, shellQuote(f.plot), f.overhead)
+	if f.forceThreads {
+		s += " --force-threads"
+	}
+	return s
+}
+
+// shellQuote quotes s for a POSIX shell if it needs it.
+func shellQuote(s string) string {
+	if s != "" && !strings.ContainsAny(s, " \t\n'\"\\$`*?[]{}()<>|&;#~!") {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer, open bench.Opener) error {
@@ -37,8 +57,9 @@ func parseRun(args []string, stdout, stderr io.Writer) (bench.Options, runFlags,
 	var f runFlags
 	c := newCommand("run", `sysbench's OLTP workloads on the sbtest table, each lock kind at each thread count in
 mirrored order (point, range, range, point, then range, point, point, range, ...), each run on a
-fresh table. The table gives each kind's QPS and its ratio to the first kind; with --pairs 5 or
-more each ratio comes with an interval that holds its median with at least 90% confidence.`, stdout, stderr)
+fresh table. The table gives each kind's median QPS and its ratio to the first kind, the median of
+the pairs' own ratios; with --pairs 5 or more each ratio comes with an interval that holds its
+median with at least 90% confidence.`, stdout, stderr)
 	fs := c.fs
 	o.EnsureDefaults() // the flags' defaults
 	fs.Var(stringValue[bench.Workload]{&o.Workload}, "workload", "oltp_write_only | oltp_update_non_index | oltp_read_write | oltp_point_select")
@@ -93,11 +114,15 @@ func execRun(ctx context.Context, o bench.Options, f runFlags, stdout, stderr io
 	}
 	obs := &runObserver{perRun: f.perRun, out: reports}
 	runs := len(o.Threads) * len(o.Locks) * 2 * o.Pairs
-	if isTerminal(stderr) && time.Duration(runs)*o.Time >= progressMin {
+	switch {
+	case time.Duration(runs)*o.Time < progressMin:
+	case isTerminal(stderr):
 		obs.line = newProgress(stderr, o.Time)
+	default:
+		obs.line = newProgressLines(stderr, o.Time, progressEvery)
 	}
 	if f.format == "table" {
-		fmt.Fprintf(stdout, "lockbench run %s\n\n", o)
+		fmt.Fprintf(stdout, "lockbench run %s %s\n\n", o, f)
 	}
 	res, err := bench.RunPlan(ctx, open, o, obs, reports)
 	if obs.line != nil {

@@ -100,7 +100,7 @@ type bank struct {
 
 // openBank opens the database in dir, creating it if needed.
 func openBank(dir string) (*bank, error) {
-	pdb, err := pebble.Open(dir, &pebble.Options{Logger: quietLogger{}})
+	pdb, err := pebble.Open(dir, &pebble.Options{Logger: pebbletxn.QuietLogger{}})
 	if err != nil {
 		return nil, fmt.Errorf("open pebble: %w", err)
 	}
@@ -133,13 +133,6 @@ func (b *bank) close() error {
 	errs = append(errs, b.pdb.Close())
 	return errors.Join(errs...)
 }
-
-// quietLogger keeps Pebble's informational messages out of the output.
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any)      {}
-func (quietLogger) Errorf(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-func (quietLogger) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
 
 func account(i int) []byte { return []byte(fmt.Sprintf("account/%02d", i)) }
 

@@ -30,7 +30,7 @@ func main() {
 }
 
 func run(w io.Writer) error {
-	pdb, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}})
+	pdb, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: pebbletxn.QuietLogger{}})
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func run(w io.Writer) error {
 		return err
 	}
 	err = t2.Put(ctx, users, []byte("7"), []byte("bob@example.com"))
-	fmt.Fprintf(w, "txn %d's write of key 7 in users conflicts with txn %d: %t\n", t2.ID(), t1.ID(), errors.Is(err, txnlock.ErrLockTimeout))
+	fmt.Fprintf(w, "txn %d's write of key 7 in users conflicts with txn %d: %t\n", t2.ID(), t1.ID(), errors.Is(err, txnlock.ErrLockNoWait))
 	fmt.Fprint(w, m.Status())
 
 	err = m.DropColumnFamily(byEmail)
@@ -93,10 +93,3 @@ func run(w io.Writer) error {
 	fmt.Fprintf(w, "locks held after commit and rollback: %d\n", m.Stats().CurrentLocks)
 	return nil
 }
-
-// quietLogger keeps Pebble's informational messages out of the output.
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any)      {}
-func (quietLogger) Errorf(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
-func (quietLogger) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }

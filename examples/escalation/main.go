@@ -66,7 +66,7 @@ func run(w io.Writer) error {
 	fmt.Fprintf(w, "the last is in the index: %t\n", bytes.Equal(index(last.Range), []byte("sk/")))
 
 	err = m.Lock(ctx, txnlock.Request{Txn: 2, Range: txnlock.Point([]byte("pk/0001")), Mode: txnlock.Exclusive})
-	fmt.Fprintf(w, "txn 2's insert of pk/0001, a key txn 1 never asked for, conflicts: %t\n", errors.Is(err, txnlock.ErrLockTimeout))
+	fmt.Fprintf(w, "txn 2's insert of pk/0001, a key txn 1 never asked for, conflicts: %t\n", errors.Is(err, txnlock.ErrLockNoWait))
 	if err := m.UnlockAll(1); err != nil {
 		return err
 	}

@@ -104,7 +104,7 @@ func (b *coreBackend) Lock(id int, req txnlock.Request, ctx contract.Ctx) (bool,
 		b.c.Timeouts++
 		blockers := l.WaitsForNew(nil, req.Txn, req.Mode, upgrade)
 		b.drop(req.CF, l)
-		return true, lockErr(req, blockers, txnlock.ErrLockTimeout)
+		return true, lockErr(req, blockers, txnlock.ErrLockNoWait)
 	}
 	now := b.cfg.Clock.Now()
 	w := lockwait.New(req.Txn, txnlock.LockRef{CF: req.CF, Range: txnlock.Point(key), Mode: req.Mode}, now)
