@@ -384,22 +384,6 @@ func (f *family) acquireWideLocked(txn txnlock.TxnID, r txnlock.Range, mode txnl
 	f.wideChangedLocked(r, txn)
 }
 
-// wideOverlapsLocked reports whether a waiting wide request overlaps one
-// of rs. Any stripe is held.
-func (f *family) wideOverlapsLocked(rs []txnlock.Range) bool {
-	found := false
-	for _, r := range rs {
-		f.wideOverlapping(r, newRequest, func(w *waiter) bool {
-			found = w.lw.Active()
-			return !found
-		})
-		if found {
-			return true
-		}
-	}
-	return false
-}
-
 // recheckWideLocked re-checks, in queue order, the wide waiters that
 // overlap one of rs. Every stripe is held.
 func (f *family) recheckWideLocked(rs []txnlock.Range) {

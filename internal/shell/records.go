@@ -118,24 +118,6 @@ func (r Records) Wide(txn txnlock.TxnID, home uint16) bool {
 	return rec != nil && slices.Contains(rec.wide, home)
 }
 
-// Touches reports whether txn holds a point, or may hold a wide lock, in
-// the family of index home.
-func (r Records) Touches(txn txnlock.TxnID, home uint16) bool {
-	st := r.t.Stripe(txn)
-	st.Mu.Lock()
-	defer st.Mu.Unlock()
-	rec := st.GetLocked(txn)
-	if rec == nil {
-		return false
-	}
-	found := slices.Contains(rec.wide, home)
-	rec.holds.All(func(hd *locktable.Holder) bool {
-		found = found || hd.Home == home
-		return !found
-	})
-	return found
-}
-
 // Next is UnlockAll's step: what txn still holds, to release next. It
 // returns the Lock of its last hold, with what hash says of that Lock's
 // key (its hash and stripe, read while the hold keeps the key stable) and
