@@ -97,9 +97,9 @@ package pointlock
 //	            drops an empty key
 //	stripe.go   column family → stripes (a seeded hash of the key picks
 //	            one); a stripe is a latch, a locktable.Table and counters
-//	manager.go  the column family registry, the transaction table
-//	            (txntable: what each transaction holds, as a
-//	            locktable.Holds, so UnlockAll costs what it holds), Close
+//	manager.go  New, column families and Close over internal/shell's
+//	            registry and records (what each transaction holds, as a
+//	            locktable.Holds, so UnlockAll costs what it holds)
 //	detect.go   the detector's questions, answered under a stripe latch
 //
 // Bad input returns a *txnlock.LockError before any state is touched. A

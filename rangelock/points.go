@@ -18,9 +18,9 @@ import (
 // rules, as for pointlock) in a locktable.Table for exact lookups, and,
 // only while the family is fused, in its ordered index too (a B-tree of
 // every stripe's Locks, for the range scans of wide requests and
-// escalation; see family.orderPointsLocked). Each transaction has a locktable.Holds per
-// stripe (in its stripePoints, found through the transaction table) so
-// that releasing all of its points costs what it holds. A locktree
+// escalation; see family.orderPointsLocked). Each transaction's record
+// (internal/shell) lists its holds, so that releasing all of its points
+// costs what it holds. A locktree
 // segment costs a general rewrite; a point needs none of it, and engines
 // take mostly point locks. One hash of the key picks both its stripe and
 // its slot in the stripe's table (hashKey).
@@ -374,7 +374,7 @@ func (f *family) grantPointWaiterLocked(s *stripe, l *locktable.Lock, w *waiter)
 	// ran while w waited (a closing engine releases every transaction):
 	// register the grant afresh so that the next UnlockAll finds it; the
 	// woken waiter may call UnlockAll at once, and it reads the record
-	// under the transaction table's lock, not ours.
+	// under the record stripe's lock, not ours.
 	s.grantPointLocked(l, w.txn, w.mode, lw)
 	s.counters.Acquired++
 	s.counters.EndWait(nil, since, f.m.clock.Now())

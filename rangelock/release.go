@@ -13,7 +13,7 @@ import (
 // point waiters of a released key (its Lock's Grants: recheckQueueLocked),
 // those under a released wide range (found through the ordered index:
 // recheckPointsLocked), and the overlapping wide waiters (found through
-// wideIndex: recheckWideLocked, with every stripe held: a family with wide
+// locktable.RangeQueue: recheckWideLocked, with every stripe held: a family with wide
 // waiters is fused, so a point's latch is every latch). A waiter is
 // claimed, recorded and woken under the same lock(s) as the release.
 

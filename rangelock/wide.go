@@ -14,7 +14,7 @@ import (
 // Wide requests (any range but [k, k]) run with every latch of the
 // family held (lockStripes), which also switches the family between its
 // two modes (see Striped and fused in the package doc). They wait in one
-// FIFO list per family (family.wide), indexed by range (wideIndex); this
+// FIFO list per family (family.wide), indexed by range (locktable.RangeQueue); this
 // file decides whom a wide request waits for (blockersLocked,
 // queuedAheadLocked and its widening rule) and re-checks and grants wide
 // waiters.
