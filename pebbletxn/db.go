@@ -16,8 +16,8 @@ import (
 // DB runs pessimistic transactions over a *pebble.DB. It is safe for
 // concurrent use; a Txn is not (one goroutine per transaction).
 //
-// The DB owns the whole key space of the Pebble DB (see the key layout in
-// keys.go) but not the lock manager, nor the Pebble DB given to New: Close
+// The DB owns the whole key space of the Pebble DB (its column families'
+// keys and its own records) but not the lock manager, nor the Pebble DB given to New: Close
 // ends the DB's transactions and leaves them open for the caller to close.
 // The Pebble DB that Open opened is the DB's, and Close closes it.
 type DB struct {

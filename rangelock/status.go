@@ -17,11 +17,12 @@ import (
 // Held locks are reported as maximal ranges with one set of holders: where
 // shared ranges of different transactions overlap with different
 // endpoints, the overlap is its own entry. Whom each waiter waits for is
-// what its timeout would report (waitsForLocked). A family with wide
-// activity answers that under its latch; one of points only is copied
-// under the latches (locktable.Snapshot) and answered after them, so a
-// scrape costs a hot key one copy of its queue.
+// what its lock-wait timeout would report.
 func (m *Manager) Status() txnlock.Status {
+	// The waits are answered by waitsForLocked: under the latch in a
+	// family with wide activity; in one of points only from a copy taken
+	// under the latches (locktable.Snapshot) after them, so that a scrape
+	// costs a hot key one copy of its queue.
 	var st txnlock.Status
 	if m.closed.Load() {
 		return st

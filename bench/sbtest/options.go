@@ -9,7 +9,7 @@ import (
 	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
-// LockKind says how statements lock (see the rules table in doc.go).
+// LockKind says how statements lock (see the rules table in the package doc).
 type LockKind string
 
 // The lock kinds.
