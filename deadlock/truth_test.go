@@ -468,7 +468,7 @@ func (s *truthSched) request(sl *truthSlot, cf, key int, mode txnlock.Mode) erro
 	case locktable.Covered:
 		s.logf("%s: covered", name)
 		return nil
-	case locktable.Grant:
+	case locktable.Grant, locktable.GrantPast:
 		s.logf("%s: granted", name)
 		l.Grant(sl.holds, mode, uint16(cf))
 		return nil

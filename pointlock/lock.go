@@ -46,7 +46,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 		st.c.Acquired++ // a re-lock: a set, not a counter
 		st.mu.Unlock()
 		return nil
-	case locktable.Grant:
+	case locktable.Grant, locktable.GrantPast:
 		if !l.Held() {
 			// The Lock only had failed waiters leaving: the key is new.
 			if m.maxLocks > 0 && !m.reserveKey() {
@@ -59,7 +59,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 		// A holder's request (an upgrade) granted past the queue makes
 		// its waiters wait for req.Txn, which may wait elsewhere
 		// (txnlock.WaitGraph.Passed).
-		passed := m.det != nil && l.Queued() > 0 && l.ModeOf(req.Txn) != 0
+		passed := m.det != nil && d == locktable.GrantPast
 		m.txns.Grant(l, req.Txn, req.Mode, st.cfIdx)
 		st.c.Acquired++
 		st.mu.Unlock()

@@ -96,7 +96,7 @@ func (b *coreBackend) Lock(id int, req txnlock.Request, ctx contract.Ctx) (bool,
 	case d == Covered:
 		b.c.Acquired++
 		return true, nil
-	case d == Grant:
+	case d == Grant || d == GrantPast:
 		l.Grant(b.holdsOf(req.Txn), req.Mode, 0)
 		b.c.Acquired++
 		return true, nil

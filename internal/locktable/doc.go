@@ -14,8 +14,9 @@
 //	}
 //	switch d, upgrade := l.Decide(txn, mode, false); d {
 //	case locktable.Covered: // nothing to do
-//	case locktable.Grant:
+//	case locktable.Grant, locktable.GrantPast:
 //		l.Grant(holds, mode, home) // holds: txn's Holds, under its latch
+//		// GrantPast: once unlatched, tell the detector (Passed)
 //	case locktable.Wait:
 //		w := lockwait.New(txn, ref, now)
 //		w.Upgrade = upgrade

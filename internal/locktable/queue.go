@@ -17,12 +17,19 @@ const (
 	Covered Decision = iota + 1
 	// Grant: the owner grants the request at once (Grant).
 	Grant
+	// GrantPast: the owner grants the request at once (Grant), past the
+	// queued requests (a holder's upgrade): they now wait for its
+	// transaction, an edge no new wait reports. The owner tells its
+	// detector once its latch is released (txnlock.WaitGraph.Passed).
+	// Requests whose wait has failed but which have not left yet count:
+	// the detector confirms what it finds.
+	GrantPast
 	// Wait: the request must wait. The owner queues a waiter (Enqueue) or
 	// fails a request that does not wait.
 	Wait
 )
 
-var decisionNames = [...]string{Covered: "covered", Grant: "grant", Wait: "wait"}
+var decisionNames = [...]string{Covered: "covered", Grant: "grant", GrantPast: "grant past the queue", Wait: "wait"}
 
 func (d Decision) String() string {
 	if int(d) < len(decisionNames) && decisionNames[d] != "" {
@@ -51,6 +58,9 @@ func (l *Lock) Decide(txn txnlock.TxnID, mode txnlock.Mode, blocked bool) (d Dec
 	case blocked, l.Conflicts(txn, mode):
 		return Wait, held != 0
 	case held != 0:
+		if l.Queued() > 0 {
+			return GrantPast, false
+		}
 		return Grant, false
 	case l.conflictQueued(txn, mode):
 		return Wait, false
