@@ -33,7 +33,6 @@ func (f *family) escalate() {
 			if err != nil {
 				panic("rangelock: internal error: escalation hull: " + err.Error())
 			}
-			f.m.txns.NoteWide(txn, f.idx)
 			f.acquireWideLocked(txn, hull, txnlock.Exclusive)
 			f.releasePointsInLocked(txn, hull) // covered now
 		}

@@ -190,9 +190,6 @@ func (s *stripe) lockPointFastLocked(txn txnlock.TxnID, key []byte, h uint64, mo
 // returns the blockers at the end, for the error report.
 func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([]txnlock.TxnID, error) {
 	m := f.m
-	if !q.point() {
-		m.txns.NoteWide(q.txn, f.idx)
-	}
 	var held *latch.Mutex // what lockReqLocks took
 	for escalated := false; ; escalated = true {
 		held = f.lockReqLocks(q)

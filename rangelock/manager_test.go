@@ -193,3 +193,26 @@ func TestStatsKeepDroppedFamilies(t *testing.T) {
 	require.EqualValues(t, 2, after.Released)
 	require.EqualValues(t, 1, after.Timeouts)
 }
+
+// TestFailedRequestsLeaveNoRecord: a transaction whose every request
+// failed (a wait that timed out, NoWait) holds nothing and is never
+// released with UnlockAll by a txnlock.Txn handle: the manager keeps no
+// record of it.
+func TestFailedRequestsLeaveNoRecord(t *testing.T) {
+	m, err := New(Options{})
+	require.NoError(t, err)
+	defer m.Close()
+	ctx := context.Background()
+	wide, err := txnlock.Inclusive([]byte("a"), []byte("c"))
+	require.NoError(t, err)
+	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: wide, Mode: txnlock.Exclusive}))
+	for _, r := range []txnlock.Range{wide, txnlock.Point([]byte("b"))} {
+		for _, timeout := range []time.Duration{txnlock.NoWait, time.Millisecond} {
+			err := m.Lock(ctx, txnlock.Request{Txn: 2, Range: r, Mode: txnlock.Exclusive, Timeout: timeout})
+			require.ErrorIs(t, err, txnlock.ErrLockNotGranted)
+		}
+	}
+	require.Equal(t, 1, m.txns.Len(), "only the holder's record")
+	require.NoError(t, m.UnlockAll(1))
+	require.Zero(t, m.txns.Len())
+}

@@ -94,10 +94,8 @@ func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool
 		h, si := f.m.hashKey(k)
 		err := f.unlockPoint(txn, si, func(s *stripe) *locktable.Lock {
 			// Without wide locks of txn, [k, k] is only a point of its
-			// stripe. (wideSeen is set with every stripe held, and the
-			// record notes txn wide before it can acquire a wide lock:
-			// before a wide request runs, or under escalation's
-			// latches.)
+			// stripe. (wideSeen is set, and the record notes txn wide,
+			// with every stripe held, as a wide lock is acquired.)
 			if f.wideSeen && f.m.txns.Wide(txn, f.idx) {
 				return nil
 			}

@@ -375,9 +375,12 @@ func (w *waiter) conflictsWithAny(hs []holding) bool {
 	return false
 }
 
-// acquireWideLocked stores wide range r in the family's tree. Every
-// stripe is held.
+// acquireWideLocked stores wide range r in the family's tree, and notes
+// in txn's record that it holds wide locks in f (afresh if an UnlockAll
+// took the record meanwhile), so that UnlockAll finds them. A request
+// that never gets its wide lock leaves no record. Every stripe is held.
 func (f *family) acquireWideLocked(txn txnlock.TxnID, r txnlock.Range, mode txnlock.Mode) {
+	f.m.txns.NoteWide(txn, f.idx)
 	f.wideSeen = true
 	f.tree.Acquire(txn, r, mode)
 	f.syncTreeMemLocked()
@@ -423,10 +426,8 @@ func (f *family) grantWideLocked(w *waiter) {
 	if !lw.Claim() {
 		return // failed meanwhile: its goroutine unlinks it
 	}
-	// The waiter sleeps until Wake: record the grant first. The
-	// transaction's record may have been taken by an UnlockAll that ran
-	// while w waited: note it afresh so that the next UnlockAll finds it.
-	f.m.txns.NoteWide(w.txn, f.idx)
+	// The waiter sleeps until Wake: record the grant first
+	// (acquireWideLocked).
 	f.wide.Remove(lw, w.seq)
 	f.acquireWideLocked(w.txn, w.r, w.mode)
 	f.wideCounters.Acquired++
