@@ -19,7 +19,7 @@ import (
 // manager and a range manager, two column families each, sharing one
 // Detector, and checks every cycle the detector breaks against the
 // managers' Status, read at the moment the cycle is confirmed, just before
-// its victim is failed (core.testingOnConfirm, under the detector's mutex):
+// its victim is failed (Detector.testingOnConfirm, under the detector's mutex):
 // every member still waits for the lock the report names, and waits for
 // the next member: transitively through Status's Blockers, or directly by
 // what Status shows of the two (the next member holds, or waits since
@@ -66,7 +66,7 @@ func runTruthConcurrent(t *testing.T, victim Victim, dur time.Duration) {
 	var mu sync.Mutex
 	var problems []string
 	checked, transient := 0, 0
-	det.mu.c.testingOnConfirm = func(de *txnlock.DeadlockError) {
+	det.testingOnConfirm = func(de *txnlock.DeadlockError) {
 		st := pm.Status()
 		rs := rm.Status()
 		st.Waits = append(st.Waits, rs.Waits...)

@@ -307,7 +307,7 @@ func runRandomized(t *testing.T, opts Options, seed uint64) {
 	require.NoError(t, err)
 	var bad []error // guarded by det.mu
 	det.mu.Lock()
-	det.mu.c.testingOnBreak = func(de *txnlock.DeadlockError) {
+	det.testingOnBreak = func(de *txnlock.DeadlockError) {
 		if err := ref.validate(de); err != nil {
 			bad = append(bad, fmt.Errorf("%w\n%s\nwaits:\n%s", err, de.Report(), det.reg.describe()))
 		}

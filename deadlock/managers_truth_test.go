@@ -53,7 +53,7 @@ var managersRun = flag.Uint64("managers.run", 0, "replay the run of TestTruthMan
 //  2. every waiter waits for someone (no lost wake-up), and the
 //     detector's count of waits is the number of sleeping calls;
 //  3. every cycle the detector confirms is real when it is confirmed
-//     (core.testingOnConfirm, before the victim is failed): each member
+//     (Detector.testingOnConfirm, before the victim is failed): each member
 //     waits for the lock its entry names, and reaches the next member in
 //     the true graph, or has it queued since earlier on a conflicting,
 //     overlapping range (Status's nearest-request rule names the request
@@ -174,8 +174,8 @@ func runManagersTruth(t *testing.T, run uint64, steps int, tot *managersTotals) 
 		s.mu.Unlock()
 		s.wake()
 	})
-	det.mu.c.testingOnConfirm = s.onConfirm
-	det.mu.c.testingOnBreak = func(de *txnlock.DeadlockError) {
+	det.testingOnConfirm = s.onConfirm
+	det.testingOnBreak = func(de *txnlock.DeadlockError) {
 		s.mu.Lock()
 		s.victims[de.Victim] = true
 		s.mu.Unlock()
