@@ -356,8 +356,13 @@ func (s *mtSched) problem(format string, args ...any) {
 // still active, handling the calls that returned. Nothing then moves
 // until the next step: waits last forever, and the detector fails
 // victims only inside a call that has not gone to sleep yet.
+//
+// Every change it waits for wakes it (s.wake): a call that returns, and a
+// waiter's goroutine that goes to sleep or leaves Wait. A step that
+// neither returns nor sleeps within a minute fails.
 func (s *mtSched) settle() error {
-	deadline := time.Now().Add(10 * time.Second)
+	stuck := time.NewTimer(time.Minute)
+	defer stuck.Stop()
 	for {
 		busy, finished := false, false
 		for _, sl := range s.slots {
@@ -385,15 +390,13 @@ func (s *mtSched) settle() error {
 			s.mu.Unlock()
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return errors.New("the step does not settle: a call neither returns nor sleeps")
-		}
 		if finished {
 			continue
 		}
 		select {
 		case <-s.woken:
-		case <-time.After(time.Millisecond):
+		case <-stuck.C:
+			return errors.New("the step does not settle: a call neither returns nor sleeps")
 		}
 	}
 }
