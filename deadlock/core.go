@@ -47,6 +47,7 @@ type core struct {
 	stats   Stats
 	stack   []frame // reused by every search
 	rootBuf [1]*edge
+	roots   []txnlock.Waiter // reused by every search's roots
 }
 
 // search is the on-block searches one event asks for, in progress: from
@@ -92,24 +93,20 @@ func (c *core) limits() limits {
 	return limits{depth: c.opts.MaxDepth, steps: c.opts.MaxSteps, time: c.opts.MaxSearchTime, clock: c.opts.Clock}
 }
 
-// checkWait is the search a new wait's Check asks for, and a Recheck: from
-// w's wait, a wait of txn.
-func (c *core) checkWait(w txnlock.Waiter, txn txnlock.TxnID) search {
-	return c.newSearch(txn, []txnlock.Waiter{w})
-}
-
-// checkWaitsOf is the search from each wait of txn, which became a holder
-// that others wait for, or gained blockers, while it waits (two Lock
-// calls in flight): the package doc's "When a cycle closes".
-func (c *core) checkWaitsOf(txn txnlock.TxnID) search {
-	var roots []txnlock.Waiter
-	c.src.waits(txn, false, func(w *wait, _ []txnlock.TxnID) { roots = append(roots, w.waiter) })
-	return c.newSearch(txn, roots)
-}
-
-func (c *core) newSearch(txn txnlock.TxnID, roots []txnlock.Waiter) search {
+// start begins the search from w's wait, a wait of txn (a new wait's
+// Check, or a Recheck), or with w nil from each wait of txn, which became
+// a holder that others wait for, or gained blockers, while it waits (two
+// Lock calls in flight): the package doc's "When a cycle closes".
+func (c *core) start(txn txnlock.TxnID, w txnlock.Waiter) search {
+	clear(c.roots) // drop the last search's references
+	c.roots = c.roots[:0]
+	if w != nil {
+		c.roots = append(c.roots, w)
+	} else {
+		c.src.waits(txn, false, func(x *wait, _ []txnlock.TxnID) { c.roots = append(c.roots, x.waiter) })
+	}
 	c.g.cuts = c.g.cuts[:0]
-	return search{txn: txn, roots: roots, fresh: true}
+	return search{txn: txn, roots: c.roots, fresh: true}
 }
 
 // next runs s's searches until one decides to fail a wait, and returns

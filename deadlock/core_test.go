@@ -210,10 +210,10 @@ func (tr *coreTrace) run(t *testing.T, d *datadriven.TestData) string {
 		tr.src.list = slices.DeleteFunc(tr.src.list, func(x *traceWait) bool { return x == w })
 	case "check":
 		w := tr.named(t, d)
-		s := tr.c.checkWait(w, w.txn)
+		s := tr.c.start(w.txn, w)
 		tr.play(t, &out, &s, argList(d, "ends"))
 	case "waits-of":
-		s := tr.c.checkWaitsOf(scanTxn(t, d))
+		s := tr.c.start(scanTxn(t, d), nil)
 		tr.play(t, &out, &s, nil)
 	case "pass":
 		tr.pass(&out)

@@ -214,7 +214,7 @@ func (d *Detector) checkWaitsOf(txn txnlock.TxnID) {
 	if d.opts.DetectDelay < 0 {
 		return
 	}
-	d.search(nil, func(c *core) search { return c.checkWaitsOf(txn) })
+	d.search(txn, nil)
 }
 
 // check searches for a cycle through w's wait, a wait of txn (OnBlock),
@@ -222,15 +222,15 @@ func (d *Detector) checkWaitsOf(txn txnlock.TxnID) {
 // *txnlock.DeadlockError if w must give up; other victims are failed here
 // (txnlock.WaitGraph.Check).
 func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
-	return d.search(w, func(c *core) search { return c.checkWait(w, txn) })
+	return d.search(txn, w)
 }
 
-// search runs the searches start asks of the core, under mu, and carries
-// out their verdicts: each victim is failed under mu, so that no other
-// search breaks the same cycle again. It returns the error of requester's
-// wait if requester is a victim. With Background detection it wakes the
-// background pass instead.
-func (d *Detector) search(requester txnlock.Waiter, start func(*core) search) error {
+// search runs the core's search from w's wait, a wait of txn, or with w
+// nil from each wait of txn (core.start), under mu, and carries out its
+// verdicts: each victim is failed under mu, so that no other search
+// breaks the same cycle again. It returns the error of w's wait if w is a
+// victim. With Background detection it wakes the background pass instead.
+func (d *Detector) search(txn txnlock.TxnID, w txnlock.Waiter) error {
 	switch d.opts.Detection {
 	case Off:
 		return nil
@@ -241,13 +241,13 @@ func (d *Detector) search(requester txnlock.Waiter, start func(*core) search) er
 	}
 	var dec decision
 	d.mu.Lock()
-	s := start(&d.mu.c)
+	s := d.mu.c.start(txn, w)
 	for {
 		v, ok := d.mu.c.next(&s)
 		if !ok {
 			break
 		}
-		if d.failLocked(&s, v, &dec) && v.victim.waiter == requester {
+		if d.failLocked(&s, v, &dec) && w != nil && v.victim.waiter == w {
 			dec.err = v.err
 		}
 	}
