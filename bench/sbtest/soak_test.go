@@ -63,8 +63,9 @@ const soakPhaseMax = 3 * time.Minute
 // before the phase. It logs the live heap after runtime.GC() at the same
 // points of every phase (heapLog); from 10 minutes on, the live heap after
 // each phase's Close must be within 10% of the first phase's.
-// TXNLOCK_SOAK_PROFILES=dir writes each phase's heap profile there, taken
-// at the end of its load.
+// TXNLOCK_SOAK_PROFILES=dir writes each phase's heap profiles there, at the
+// end of its load and after its Close: go tool pprof -diff_base compares
+// two phases.
 func TestSoak(t *testing.T) {
 	total := soakDefault
 	if v := os.Getenv(soakEnv); v != "" {
@@ -144,7 +145,7 @@ func soakPhaseRun(t *testing.T, ph soakPhase, d time.Duration, heap *heapLog, st
 		require.NoError(t, err, "%v", ph)
 	}
 	p.at, p.end = time.Since(start), sampleHeap()
-	heap.writeProfile(t, len(heap.phases)+1, ph)
+	heap.writeProfile(t, len(heap.phases)+1, ph, "end")
 	st := db.Manager().Status()
 	require.Empty(t, st.Locks, "%v: locks left after every transaction ended", ph)
 	require.Empty(t, st.Waits, "%v: waiters left", ph)
@@ -159,6 +160,7 @@ func soakPhaseRun(t *testing.T, ph soakPhase, d time.Duration, heap *heapLog, st
 	require.NoError(t, db.Close())
 	require.NoError(t, goleak.Find(before), "%v: goroutines left behind", ph)
 	p.closed = sampleHeap()
+	heap.writeProfile(t, len(heap.phases)+1, ph, "closed")
 	heap.add(t, p)
 	return committed, failed
 }
@@ -284,8 +286,8 @@ func soakExpected(err error) bool {
 type heapLog struct {
 	mu     sync.Mutex
 	phases []heapPhase
-	// profiles, if set, is a directory where each phase's heap profile is
-	// written at the end of its load.
+	// profiles, if set, is a directory where each phase's heap profiles
+	// are written, at the end of its load and after its Close.
 	profiles string
 }
 
@@ -325,12 +327,13 @@ func (l *heapLog) add(t *testing.T, p heapPhase) {
 		len(l.phases), p.ph, p.at.Round(time.Second), p.during[0], p.during[1], p.during[2], p.end, p.closed)
 }
 
-// writeProfile writes the heap profile of phase n, if profiles are wanted.
-func (l *heapLog) writeProfile(t *testing.T, n int, ph soakPhase) {
+// writeProfile writes the heap profile of phase n at a point (end, closed),
+// if profiles are wanted.
+func (l *heapLog) writeProfile(t *testing.T, n int, ph soakPhase, point string) {
 	if l.profiles == "" {
 		return
 	}
-	f, err := os.Create(filepath.Join(l.profiles, fmt.Sprintf("heap-%02d-%s-%s.pprof", n, ph.lock, ph.layout)))
+	f, err := os.Create(filepath.Join(l.profiles, fmt.Sprintf("heap-%02d-%s-%s-%s.pprof", n, ph.lock, ph.layout, point)))
 	require.NoError(t, err)
 	defer f.Close()
 	require.NoError(t, pprof.Lookup("heap").WriteTo(f, 0))
