@@ -20,7 +20,7 @@ import (
 // and the core reads them as it reads the registry. The core changes
 // nothing: the trace prints each verdict it returns, then plays the
 // Detector, failing the victim's wait if it still waits and telling the
-// core (settle), as Detector.search does under its mutex. Each file is
+// core (settle), as Detector.checkFrom does under its mutex. Each file is
 // one of the events the package doc lists as adding an edge to the
 // waits-for graph, and the search the Detector runs for it.
 //
@@ -228,7 +228,7 @@ func (tr *coreTrace) run(t *testing.T, d *datadriven.TestData) string {
 	return out.String()
 }
 
-// play runs search s as Detector.search does: it takes each verdict,
+// play runs search s as Detector.checkFrom does: it takes each verdict,
 // fails the victim's wait if it still waits, and settles it. The waits
 // named in ends end as the first verdict comes, before the victim is
 // failed.

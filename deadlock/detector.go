@@ -214,7 +214,7 @@ func (d *Detector) checkWaitsOf(txn txnlock.TxnID) {
 	if d.opts.DetectDelay < 0 {
 		return
 	}
-	d.search(txn, nil)
+	d.checkFrom(txn, nil)
 }
 
 // check searches for a cycle through w's wait, a wait of txn (OnBlock),
@@ -222,15 +222,15 @@ func (d *Detector) checkWaitsOf(txn txnlock.TxnID) {
 // *txnlock.DeadlockError if w must give up; other victims are failed here
 // (txnlock.WaitGraph.Check).
 func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
-	return d.search(txn, w)
+	return d.checkFrom(txn, w)
 }
 
-// search runs the core's search from w's wait, a wait of txn, or with w
+// checkFrom runs the core's search from w's wait, a wait of txn, or with w
 // nil from each wait of txn (core.start), under mu, and carries out its
 // verdicts: each victim is failed under mu, so that no other search
 // breaks the same cycle again. It returns the error of w's wait if w is a
 // victim. With Background detection it wakes the background pass instead.
-func (d *Detector) search(txn txnlock.TxnID, w txnlock.Waiter) error {
+func (d *Detector) checkFrom(txn txnlock.TxnID, w txnlock.Waiter) error {
 	switch d.opts.Detection {
 	case Off:
 		return nil

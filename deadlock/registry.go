@@ -288,16 +288,3 @@ func (r *registry) flatten(dst []flatWait, arena []txnlock.TxnID) ([]flatWait, [
 	}
 	return dst, arena
 }
-
-// each calls fn for each active wait of txn, with its slot held; fn must
-// not call the registry.
-func (r *registry) each(txn txnlock.TxnID, fn func(w *wait)) {
-	s := r.slot(txn)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := range s.lenLocked() {
-		if w := s.atLocked(i); w.txn == txn && w.active() {
-			fn(w)
-		}
-	}
-}
