@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/internal/manualclock"
 )
 
@@ -19,7 +20,7 @@ import (
 // manager and a range manager, two column families each, sharing one
 // Detector, and checks every cycle the detector breaks against the
 // managers' Status, read at the moment the cycle is confirmed, just before
-// its victim is failed (core.testingOnConfirm, under the detector's mutex):
+// its victim is failed (Detector.testingOnConfirm, under the detector's mutex):
 // every member still waits for the lock the report names, and waits for
 // the next member: transitively through Status's Blockers, or directly by
 // what Status shows of the two (the next member holds, or waits since
@@ -30,9 +31,9 @@ import (
 // and the detector runs without its background goroutine: the members of
 // a real cycle stay put until a check fails one, so a cycle the checks
 // miss leaves its transactions stuck, and the test reports the cycle
-// Status shows. Once the requests stop, the test runs a background pass
-// itself after each second without progress, which is allowed only if a
-// check deferred to one. (Status lists whom a request waits for as the
+// Status shows. When every goroutine sleeps in an active wait, the test
+// runs a background pass itself, which is allowed to break a cycle only
+// if a check deferred to one. (Status lists whom a request waits for as the
 // queue stands; a waiter behind a victim that has yet to leave its queue
 // can show no blockers for a moment, and a report met in such a moment is
 // counted, not checked.)
@@ -66,7 +67,7 @@ func runTruthConcurrent(t *testing.T, victim Victim, dur time.Duration) {
 	var mu sync.Mutex
 	var problems []string
 	checked, transient := 0, 0
-	det.mu.c.testingOnConfirm = func(de *txnlock.DeadlockError) {
+	det.testingOnConfirm = func(de *txnlock.DeadlockError) {
 		st := pm.Status()
 		rs := rm.Status()
 		st.Waits = append(st.Waits, rs.Waits...)
@@ -84,6 +85,38 @@ func runTruthConcurrent(t *testing.T, victim Victim, dur time.Duration) {
 	}
 
 	const goroutines, keys = 24, 6
+	// stuck is signalled when every goroutine still running sleeps in a
+	// wait that is still active (lockwait.SetTestingParked): nothing can
+	// move any more but by a background pass.
+	stuck := make(chan struct{}, 1)
+	var pmu sync.Mutex // guards parked and running
+	parked := map[*lockwait.Waiter]bool{}
+	running := goroutines
+	signalLocked := func() {
+		if running == 0 || len(parked) != running {
+			return
+		}
+		for w := range parked {
+			if !w.Active() {
+				return // woken: its goroutine is on its way out of Wait
+			}
+		}
+		select {
+		case stuck <- struct{}{}:
+		default:
+		}
+	}
+	defer lockwait.SetTestingParked(func(w *lockwait.Waiter, sleeps bool) {
+		pmu.Lock()
+		defer pmu.Unlock()
+		if sleeps {
+			parked[w] = true
+		} else {
+			delete(parked, w)
+		}
+		signalLocked()
+	})()
+
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
@@ -94,6 +127,12 @@ func runTruthConcurrent(t *testing.T, victim Victim, dur time.Duration) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				pmu.Lock()
+				running--
+				signalLocked()
+				pmu.Unlock()
+			}()
 			rng := rand.New(rand.NewPCG(uint64(g), uint64(time.Now().UnixNano())))
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				nextTxn.Lock()
@@ -133,20 +172,23 @@ func runTruthConcurrent(t *testing.T, victim Victim, dur time.Duration) {
 	}
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
-	// Once the requests stop, the last cycles end by on-block checks, or
-	// by a background pass where a check deferred to one (a cycle whose
-	// confirmation met a wait not yet reported or a request leaving):
-	// the test runs a pass itself after a second without progress.
+	// The cycles end by on-block checks, or by a background pass where a
+	// check deferred to one (a cycle whose confirmation met a wait not yet
+	// reported or a request leaving): the test runs a pass itself each
+	// time the goroutines are stuck.
 	passes, byPasses := 0, uint64(0)
-	for wait := time.Until(deadline) + time.Second; ; wait = time.Second {
+	for {
 		select {
 		case <-done:
-		case <-time.After(wait):
+		case <-stuck:
 			if passes < 20 {
 				passes++
 				before := det.Stats().Deadlocks
 				det.backgroundPass()
 				byPasses += det.Stats().Deadlocks - before
+				pmu.Lock()
+				signalLocked() // still stuck: another pass, up to 20
+				pmu.Unlock()
 				continue
 			}
 			g, _ := statusTruth(pm, rm)

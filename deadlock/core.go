@@ -32,11 +32,13 @@ func (s Stats) String() string {
 }
 
 // core is the deterministic heart of the detector: its searches, the
-// counters and the history, with every decision made by a plain method
-// call. It has no lock, starts no goroutine and reads time only from
-// opts.Clock; it reads the graph through its source (the registry, which
-// asks the managers), and fails victims through it. Detector wraps it with
-// a mutex.
+// counters and the history. It has no lock, starts no goroutine and reads
+// time only from opts.Clock. It reads the graph through its source (the
+// registry, which asks the managers; a plain map in traces) and changes
+// nothing outside itself: what a search decides comes back as values, a
+// victim to fail (verdict) or a pass wanted (search.deferred), and
+// Detector carries them out under its mutex and tells the core what became
+// of each victim (settle), as raft's Ready and Advance.
 type core struct {
 	opts    Options
 	src     source
@@ -45,28 +47,42 @@ type core struct {
 	stats   Stats
 	stack   []frame // reused by every search
 	rootBuf [1]*edge
-
-	// testingOnConfirm, if set, sees every confirmed cycle before its
-	// victim is failed; testingOnBreak sees it once the victim is failed
-	// (tests only).
-	testingOnConfirm, testingOnBreak func(*txnlock.DeadlockError)
+	roots   []txnlock.Waiter // reused by every search's roots
 }
 
-// decision is what the wrapper must do after the core decided, with its
-// mutex released. The victims were failed already, while the core held
-// it, so that no other search breaks the same cycle again.
+// search is the on-block searches one event asks for, in progress: from
+// each of roots in turn, waits of txn, and from the same wait again after
+// each victim that is not its own. It names the waits by waiter and
+// transaction, and calls none of a waiter's methods unless its wait is
+// still reported: the waits may end, and be recycled, meanwhile.
+type search struct {
+	txn   txnlock.TxnID
+	roots []txnlock.Waiter // the first is being searched from
+	// unconfirmed counts the cycles through roots[0] that confirmation
+	// refuted (graph.cut), fresh that a victim stopped waiting since the
+	// view was read.
+	unconfirmed int
+	fresh       bool
+	// deferred: a search hit a limit under Breaker Defer, or found a
+	// cycle that did not confirm; a background pass is wanted.
+	deferred bool
+}
+
+// verdict is a decision that changes the graph: fail victim's wait (by
+// waiter and stamp, if it is still reported and active) with err.
+type verdict struct {
+	victim wait
+	err    *txnlock.DeadlockError
+	// assumed: a search hit a limit under Breaker AssumeDeadlock, and the
+	// victim is the wait it searched from; else err.Cycle was confirmed.
+	assumed bool
+}
+
+// decision is what the wrapper does once its mutex is released.
 type decision struct {
 	err      error                    // for the requester of Check, or nil
 	reports  []*txnlock.DeadlockError // for OnDeadlock
 	deferred bool                     // a full pass is wanted
-}
-
-func (d *decision) merge(o decision) {
-	if o.err != nil {
-		d.err = o.err
-	}
-	d.reports = append(d.reports, o.reports...)
-	d.deferred = d.deferred || o.deferred
 }
 
 func newCore(opts Options, src source) core {
@@ -77,19 +93,39 @@ func (c *core) limits() limits {
 	return limits{depth: c.opts.MaxDepth, steps: c.opts.MaxSteps, time: c.opts.MaxSearchTime, clock: c.opts.Clock}
 }
 
-// check is the on-block search from w's wait, on a live view; txn is w's
-// transaction, so that check calls none of w's methods, which may have
-// been recycled (Detector.unblock's searches). A cycle it finds is
-// confirmed before a victim is chosen. When the victim is another
-// transaction the search runs again: the requester may close more than
-// one cycle (it waits for a lock with several holders), and it is about
-// to sleep, so no later search would start from it.
-func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
-	var d decision
-	c.g.reset()
+// start begins the search from w's wait, a wait of txn (a new wait's
+// Check, or a Recheck), or with w nil from each wait of txn, which became
+// a holder that others wait for, or gained blockers, while it waits (two
+// Lock calls in flight): the package doc's "When a cycle closes".
+func (c *core) start(txn txnlock.TxnID, w txnlock.Waiter) search {
+	clear(c.roots) // drop the last search's references
+	c.roots = c.roots[:0]
+	if w != nil {
+		c.roots = append(c.roots, w)
+	} else {
+		c.src.waits(txn, false, func(x *wait, _ []txnlock.TxnID) { c.roots = append(c.roots, x.waiter) })
+	}
 	c.g.cuts = c.g.cuts[:0]
-	for unconfirmed := 0; ; {
-		root := c.g.node(txn)
+	return search{txn: txn, roots: c.roots, fresh: true}
+}
+
+// next runs s's searches until one decides to fail a wait, and returns
+// that verdict; false once s is over. The wrapper fails the victim and
+// calls settle before it calls next again.
+//
+// A cycle found is confirmed before a victim is chosen. When the victim is
+// another transaction the search from the same wait runs again: the
+// requester may close more than one cycle (it waits for a lock with
+// several holders), and it is about to sleep, so no later search would
+// start from it.
+func (c *core) next(s *search) (verdict, bool) {
+	for len(s.roots) > 0 {
+		if s.fresh {
+			c.g.reset()
+			s.fresh = false
+		}
+		w := s.roots[0]
+		root := c.g.node(s.txn)
 		var e *edge
 		for _, x := range root.waits {
 			if x.waiter == w {
@@ -97,7 +133,8 @@ func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
 			}
 		}
 		if e == nil {
-			return d // unblocked, or failed as a victim
+			s.nextRoot(c) // unblocked, or failed as a victim
+			continue
 		}
 		c.stats.Searches++
 		c.rootBuf[0] = e
@@ -122,53 +159,87 @@ func (c *core) check(w txnlock.Waiter, txn txnlock.TxnID) decision {
 				// to start a search: a pass is wanted. Meanwhile search
 				// again without that edge, for another cycle through w,
 				// a few times; the edge stays cut for the rest of the
-				// check, also once a victim has made the view read
+				// search, also once a victim has made the view read
 				// afresh, so that each false edge costs one search.
 				c.stats.FalsePositivesAvoided++
-				d.deferred = true
-				if unconfirmed++; bad < 0 || unconfirmed > maxUnconfirmed {
-					return d
+				s.deferred = true
+				if s.unconfirmed++; bad < 0 || s.unconfirmed > maxUnconfirmed {
+					s.nextRoot(c)
+					continue
 				}
 				c.g.cut(found[bad], found[(bad+1)%len(found)].txn)
 				continue
 			}
-			b, _ := c.breakCycle(cycle, w)
-			d.merge(b)
-			if d.err != nil || len(b.reports) == 0 {
-				return d
-			}
-			c.g.reset() // a victim stopped waiting: read afresh
-			continue
+			return c.verdict(cycle), true
 		case res.trip == "":
-			return d
+			s.nextRoot(c)
+			continue
 		}
 		c.stats.Trips++
 		if c.opts.Breaker == Defer {
 			c.stats.Deferred++
-			d.deferred = true
-			return d
+			s.deferred = true
+			s.nextRoot(c)
+			continue
 		}
 		c.describe(res.path)
-		err := &txnlock.DeadlockError{
-			Victim:        e.txn,
-			LimitExceeded: true,
-			Limit:         res.trip,
-			Path:          entries(res.path),
-			Time:          c.opts.Clock.Now(),
-			Seq:           c.hist.nextSeq(),
-		}
-		if c.src.fail(e.txn, e.waiter, e.seq, err) {
-			c.stats.Assumed++
-			c.hist.add(err)
-			d.err = err
-			d.reports = append(d.reports, err)
-		}
-		return d
+		return verdict{
+			victim:  e.wait,
+			assumed: true,
+			err: &txnlock.DeadlockError{
+				Victim:        e.txn,
+				LimitExceeded: true,
+				Limit:         res.trip,
+				Path:          entries(res.path),
+				Time:          c.opts.Clock.Now(),
+				Seq:           c.hist.nextSeq(),
+			},
+		}, true
 	}
+	return verdict{}, false
 }
 
-// maxUnconfirmed bounds the false edges one check cuts (graph.cut), each
-// after a cycle through it was not confirmed, before it defers.
+// nextRoot moves s on to its next wait, with the false edges of the last
+// forgotten.
+func (s *search) nextRoot(c *core) {
+	s.roots = s.roots[1:]
+	s.unconfirmed = 0
+	c.g.cuts = c.g.cuts[:0]
+	s.fresh = true
+}
+
+// settle records what became of v, which the wrapper failed (delivered:
+// the victim's wait was still reported and active, and got v.err) or
+// could not fail (its wait ended meanwhile: the cycle is broken already).
+// s is the search v came from, or nil for a background pass's.
+func (c *core) settle(s *search, v verdict, delivered bool) {
+	switch {
+	case v.assumed:
+		if delivered {
+			c.stats.Assumed++
+			c.hist.add(v.err)
+		}
+	case delivered:
+		c.stats.Deadlocks++
+		c.hist.add(v.err)
+	default:
+		c.stats.FalsePositivesAvoided++
+	}
+	if s == nil {
+		return
+	}
+	if v.assumed || (delivered && v.victim.waiter == s.roots[0]) {
+		s.nextRoot(c)
+		return
+	}
+	// The victim stopped waiting, failed or not: read afresh and search
+	// from the same wait again, for another cycle it closed.
+	s.fresh = true
+}
+
+// maxUnconfirmed bounds the false edges one search from a wait cuts
+// (graph.cut), each after a cycle through it was not confirmed, before it
+// defers.
 const maxUnconfirmed = 8
 
 // confirm re-reads each edge of a cycle found in a view from live state,
@@ -257,33 +328,12 @@ func simpleCycle(walk []*edge) []*edge {
 	return walk
 }
 
-// breakCycle chooses a victim among the waits of a confirmed cycle, fails
-// it through the source (so that no other search breaks the same cycle
-// again), and records the deadlock. requester is the waiter whose Check
-// found the cycle, or nil in a background pass. It returns the victim; a
-// decision without reports if the victim's wait ended meanwhile (the
-// cycle is broken already).
-func (c *core) breakCycle(cycle []*edge, requester txnlock.Waiter) (decision, *edge) {
+// verdict chooses a victim among the waits of a confirmed cycle and
+// returns the deadlock to fail it with.
+func (c *core) verdict(cycle []*edge) verdict {
 	c.describe(cycle)
 	v := cycle[c.chooseVictim(cycle)]
-	err := &txnlock.DeadlockError{Victim: v.txn, Cycle: entries(cycle), Time: c.opts.Clock.Now(), Seq: c.hist.nextSeq()}
-	if c.testingOnConfirm != nil {
-		c.testingOnConfirm(err)
-	}
-	if !c.src.fail(v.txn, v.waiter, v.seq, err) {
-		c.stats.FalsePositivesAvoided++
-		return decision{}, v
-	}
-	if c.testingOnBreak != nil {
-		c.testingOnBreak(err)
-	}
-	d := decision{reports: []*txnlock.DeadlockError{err}}
-	if requester != nil && v.waiter == requester {
-		d.err = err
-	}
-	c.hist.add(err)
-	c.stats.Deadlocks++
-	return d, v
+	return verdict{victim: v.wait, err: &txnlock.DeadlockError{Victim: v.txn, Cycle: entries(cycle), Time: c.opts.Clock.Now(), Seq: c.hist.nextSeq()}}
 }
 
 // describe asks each wait what it requests and since when, and how many
@@ -310,28 +360,29 @@ func entries(es []*edge) []txnlock.CycleEntry {
 	return out
 }
 
-// resolve confirms a cycle found in a snapshot against live state and
-// breaks it if it is there. It returns the snapshot wait to drop before
-// the pass searches its snapshot again: the victim's, or the first.
+// resolve confirms a cycle found in a snapshot against live state, and
+// returns the verdict that breaks it, or nil if it is not confirmed, and
+// the snapshot wait to drop before the pass searches its snapshot again:
+// the victim's, or the first edge that did not hold.
 //
 // A cycle that does not confirm wants another pass, as an on-block
 // search's does: it may rest on a request whose wait has ended but which
 // is still queued, and once that request is out of its queue the
 // requests behind it wait for what it waited for, which may close the
 // cycle with no report that a search could start from.
-func (c *core) resolve(cycle []*edge) (decision, *edge) {
+func (c *core) resolve(cycle []*edge) (*verdict, *edge) {
 	live, bad := c.confirm(cycle)
 	if live == nil {
 		c.stats.FalsePositivesAvoided++
-		return decision{deferred: true}, cycle[max(bad, 0)]
+		return nil, cycle[max(bad, 0)]
 	}
-	d, v := c.breakCycle(live, nil)
+	v := c.verdict(live)
 	for _, e := range cycle {
-		if e.waiter == v.waiter {
-			return d, e
+		if e.waiter == v.victim.waiter {
+			return &v, e
 		}
 	}
-	return d, cycle[0]
+	return &v, cycle[0]
 }
 
 // backgroundPass searches a snapshot for cycles, breaking each one that is

@@ -15,7 +15,7 @@ import (
 	"github.com/txnlock/txnlock/internal/manualclock"
 )
 
-// TestScenarios runs the scenario files in testdata/ against a Detector
+// TestScenarios runs the scenario files in testdata/detector against a Detector
 // whose background goroutine is not started: a background pass runs only
 // when a scenario says "background", and time moves only with "advance"
 // (or by "tick" per clock read, to make a search run out of time).
@@ -148,7 +148,7 @@ func (c *steppingClock) Now() time.Time {
 }
 
 func TestScenarios(t *testing.T) {
-	ddtest.Walk(t, "testdata", func(t *testing.T, path string) {
+	ddtest.Walk(t, "testdata/detector", func(t *testing.T, path string) {
 		s := &scenario{t: t}
 		s.reset(Options{})
 		defer func() { require.NoError(t, s.d.Close()) }()
@@ -445,6 +445,15 @@ func (s *scenario) printChange(out *strings.Builder, before Stats, searches bool
 }
 
 func (s *scenario) cmdNew(t *testing.T, d *datadriven.TestData) {
+	o, tick := parseOptions(t, d)
+	s.clock = nil
+	s.reset(o)
+	s.clock.tick = tick
+}
+
+// parseOptions reads a new command's options, and the clock's tick per
+// read (tick=D).
+func parseOptions(t *testing.T, d *datadriven.TestData) (Options, time.Duration) {
 	var o Options
 	if d.HasArg("detection") {
 		var m string
@@ -495,9 +504,7 @@ func (s *scenario) cmdNew(t *testing.T, d *datadriven.TestData) {
 		}
 		o.Priority = func(id txnlock.TxnID) int64 { return prio[id] }
 	}
-	s.clock = nil
-	s.reset(o)
-	s.clock.tick = tick
+	return o, tick
 }
 
 // cmdChain makes txns from..from+n-1 each wait for a lock (c<i>) held by

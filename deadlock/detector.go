@@ -67,8 +67,11 @@ type Detector struct {
 	passArena []txnlock.TxnID
 
 	// testingAfterSnapshot, if set, runs between a background pass's
-	// snapshot and its search (tests only).
-	testingAfterSnapshot func()
+	// snapshot and its search; testingOnConfirm sees every confirmed cycle
+	// before its victim is failed, and testingOnBreak once the victim is
+	// failed, with mu held (tests only).
+	testingAfterSnapshot             func()
+	testingOnConfirm, testingOnBreak func(*txnlock.DeadlockError)
 }
 
 var _ txnlock.Detector = (*Detector)(nil)
@@ -206,19 +209,12 @@ func (d *Detector) passed(txn txnlock.TxnID) {
 
 // checkWaitsOf searches from each of txn's waits: txn became a holder
 // that others wait for, or gained blockers, while it waits (two Lock
-// calls in flight). The waits are searched one by one, and each may end,
-// be Unblocked by its own goroutine and be recycled meanwhile: the
-// searches name them by waiter and transaction read here, and call none
-// of their methods unless they are still registered.
+// calls in flight).
 func (d *Detector) checkWaitsOf(txn txnlock.TxnID) {
 	if d.opts.DetectDelay < 0 {
 		return
 	}
-	var ws []txnlock.Waiter
-	d.reg.each(txn, func(x *wait) { ws = append(ws, x.waiter) })
-	for _, o := range ws {
-		d.check(o, txn)
-	}
+	d.checkFrom(txn, nil)
 }
 
 // check searches for a cycle through w's wait, a wait of txn (OnBlock),
@@ -226,6 +222,15 @@ func (d *Detector) checkWaitsOf(txn txnlock.TxnID) {
 // *txnlock.DeadlockError if w must give up; other victims are failed here
 // (txnlock.WaitGraph.Check).
 func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
+	return d.checkFrom(txn, w)
+}
+
+// checkFrom runs the core's search from w's wait, a wait of txn, or with w
+// nil from each wait of txn (core.start), under mu, and carries out its
+// verdicts: each victim is failed under mu, so that no other search
+// breaks the same cycle again. It returns the error of w's wait if w is a
+// victim. With Background detection it wakes the background pass instead.
+func (d *Detector) checkFrom(txn txnlock.TxnID, w txnlock.Waiter) error {
 	switch d.opts.Detection {
 	case Off:
 		return nil
@@ -234,11 +239,42 @@ func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
 		d.wake()
 		return nil
 	}
+	var dec decision
 	d.mu.Lock()
-	dec := d.mu.c.check(w, txn)
+	s := d.mu.c.start(txn, w)
+	for {
+		v, ok := d.mu.c.next(&s)
+		if !ok {
+			break
+		}
+		if d.failLocked(&s, v, &dec) && w != nil && v.victim.waiter == w {
+			dec.err = v.err
+		}
+	}
 	d.mu.Unlock()
+	dec.deferred = dec.deferred || s.deferred
 	d.apply(dec)
 	return dec.err
+}
+
+// failLocked carries out v, a verdict of search s (nil for a background
+// pass): it fails the victim's wait, if it is still reported and active,
+// tells the core, and adds the deadlock to dec's reports. It reports
+// whether the victim was failed.
+func (d *Detector) failLocked(s *search, v verdict, dec *decision) bool {
+	if !v.assumed && d.testingOnConfirm != nil {
+		d.testingOnConfirm(v.err)
+	}
+	delivered := d.reg.fail(v.victim.txn, v.victim.waiter, v.victim.seq, v.err)
+	d.mu.c.settle(s, v, delivered)
+	if !delivered {
+		return false
+	}
+	if !v.assumed && d.testingOnBreak != nil {
+		d.testingOnBreak(v.err)
+	}
+	dec.reports = append(dec.reports, v.err)
+	return true
 }
 
 // apply carries out the rest of a decision with mu released.
@@ -373,8 +409,12 @@ func (d *Detector) backgroundPass() (busy time.Duration) {
 	d.mu.Lock()
 	locked := clock.Now()
 	steps, more := backgroundPass(snap, &d.passStack, maxCyclesPerPass, func(cycle []*edge) *edge {
-		one, drop := d.mu.c.resolve(cycle)
-		dec.merge(one)
+		v, drop := d.mu.c.resolve(cycle)
+		if v == nil {
+			dec.deferred = true
+		} else {
+			d.failLocked(nil, *v, &dec)
+		}
 		return drop
 	})
 	d.mu.c.stats.Steps += uint64(steps)

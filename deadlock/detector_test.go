@@ -75,16 +75,19 @@ func TestBackgroundGoroutineDeferred(t *testing.T) {
 // a cycle recorded without any Check is broken when the interval passes.
 func TestBackgroundGoroutinePeriodic(t *testing.T) {
 	clock := manualclock.New()
-	d, err := New(Options{Detection: Background, Clock: clock, BackgroundInterval: time.Second})
+	broken := make(chan *txnlock.DeadlockError, 1)
+	d, err := New(Options{Detection: Background, Clock: clock, BackgroundInterval: time.Second,
+		OnDeadlock: func(de *txnlock.DeadlockError) { broken <- de }})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, d.Close()) }()
 	require.Equal(t, time.Duration(0), d.Attach(heldLocks{}).DetectDelay())
 	twoCycle(d)
 	// Wait until the goroutine has armed its timer, then fire it.
-	require.Eventually(t, func() bool { return clock.Pending() == 1 }, 10*time.Second, 100*time.Microsecond)
+	clock.WaitPending(1)
 	clock.Advance(time.Second)
 	// The requester policy in a pass fails the newest wait: txn 2's.
-	require.Eventually(t, func() bool { return d.Stats().Deadlocks == 1 }, 10*time.Second, 100*time.Microsecond)
+	require.Equal(t, txnlock.TxnID(2), (<-broken).Victim)
+	require.Equal(t, uint64(1), d.Stats().Deadlocks)
 	h := d.History()
 	require.Len(t, h, 1)
 	require.Equal(t, txnlock.TxnID(2), h[0].Victim)

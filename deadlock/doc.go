@@ -202,9 +202,10 @@
 // lock, no goroutine, time only from an injected clock; a view reads the
 // waits through a source, the registry in a Detector and a plain map in
 // tests. core.go makes the decisions (confirmation, victim, report,
-// history, counters). Detector (detector.go) wraps the core with one
-// mutex and runs the callbacks after it; its background goroutine is the
-// third layer.
+// history, counters) and returns them as values: it fails no waiter.
+// Detector (detector.go) wraps the core with one mutex, fails the victims
+// the core chose under it, and runs the callbacks after it; its
+// background goroutine is the third layer.
 //
 // Lock order: Detector.passMu, then Detector.mu, then one registry slot's
 // mutex, then a manager's latch (inside the waiter's answers). A manager

@@ -32,8 +32,8 @@ func Example() {
 
 	granted := make(chan error)
 	go func() { granted <- m.Lock(ctx, txnlock.Request{Txn: 1, Range: b, Mode: txnlock.Exclusive}) }()
-	for len(m.Status().Waits) == 0 {
-		time.Sleep(time.Millisecond) // until txn 1 waits for b
+	for i := 0; i < 1000 && len(m.Status().Waits) == 0; i++ {
+		time.Sleep(time.Millisecond) // until txn 1 waits for b, a second at most
 	}
 	err = m.Lock(ctx, txnlock.Request{Txn: 2, Range: a, Mode: txnlock.Exclusive})
 	var d *txnlock.DeadlockError
@@ -81,8 +81,8 @@ func ExampleOptions_onDeadlock() {
 	m.Lock(ctx, txnlock.Request{Txn: 2, Range: k, Mode: txnlock.Shared})
 	upgraded := make(chan error)
 	go func() { upgraded <- m.Lock(ctx, txnlock.Request{Txn: 1, Range: k, Mode: txnlock.Exclusive}) }()
-	for len(m.Status().Waits) == 0 {
-		time.Sleep(time.Millisecond)
+	for i := 0; i < 1000 && len(m.Status().Waits) == 0; i++ {
+		time.Sleep(time.Millisecond) // until txn 1 waits, a second at most
 	}
 	err = m.Lock(ctx, txnlock.Request{Txn: 2, Range: k, Mode: txnlock.Exclusive})
 	fmt.Println(errors.Is(err, txnlock.ErrDeadlock), <-reports)

@@ -56,16 +56,14 @@ type txnNode struct {
 	onStack bool
 }
 
-// source is where a live view reads waits: the registry, which asks each
-// waiter's manager (registry.go). Tests give a plain map.
+// source is where the core reads waits: the registry, which asks each
+// waiter's manager (registry.go); traces give a plain map. It only
+// answers: the core changes nothing through it.
 type source interface {
 	// waits calls fn with each active wait of txn and whom it waits for
 	// now: its lock's blockers (Waiter.Blockers) or, if exact, its direct
 	// waits-for list (Waiter.WaitsFor). fn must not call the source.
 	waits(txn txnlock.TxnID, exact bool, fn func(w *wait, who []txnlock.TxnID))
-	// fail fails the wait of txn made by w with stamp seq, if it is still
-	// reported and active, and reports whether it did.
-	fail(txn txnlock.TxnID, w txnlock.Waiter, seq uint64, err error) bool
 	// describe asks e's wait, if it is still reported, what it requests
 	// and since when (Waiter.Requested), and the managers attached how
 	// many locks its transaction holds (txnlock.LockCounter), into e.

@@ -18,7 +18,8 @@ type history struct {
 func newHistory(size int) history { return history{buf: make([]*txnlock.DeadlockError, size)} }
 
 // nextSeq is the Seq that the next deadlock added gets: the core sets it
-// on the error before the victim can see it, then adds it.
+// on a verdict's error before the victim can see it, and settle adds it,
+// both under the Detector's mutex, so nothing is added in between.
 func (h *history) nextSeq() uint64 { return h.seq + 1 }
 
 // add records e, whose Seq is nextSeq.

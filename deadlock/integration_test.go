@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/pointlock"
 	"go.uber.org/goleak"
 )
@@ -43,11 +44,18 @@ func lockReq(txn txnlock.TxnID, cf txnlock.ColumnFamily, key string, mode txnloc
 	return txnlock.Request{Txn: txn, CF: cf, Range: txnlock.Point([]byte(key)), Mode: mode}
 }
 
-// waitForWaits blocks until the detector records n waits: how a test sees
-// that a request is asleep, without sleeping itself.
-func waitForWaits(t *testing.T, det *Detector, n int) {
-	t.Helper()
-	require.Eventually(t, func() bool { return det.Stats().Waits == n }, 10*time.Second, 100*time.Microsecond)
+// parkings returns a channel that receives each waiter whose goroutine is
+// about to sleep in Wait, its wait reported to the detector and checked
+// (lockwait.SetTestingParked), until the test ends: how a test sees that
+// a request is asleep, without polling.
+func parkings(t testing.TB) <-chan *lockwait.Waiter {
+	ch := make(chan *lockwait.Waiter, 64)
+	t.Cleanup(lockwait.SetTestingParked(func(w *lockwait.Waiter, sleeps bool) {
+		if sleeps {
+			ch <- w
+		}
+	}))
+	return ch
 }
 
 // lockAsync runs Lock in a goroutine and returns its result channel.
@@ -59,13 +67,14 @@ func lockAsync(m *pointlock.Manager, req txnlock.Request) <-chan error {
 
 func TestPointCycleAcrossColumnFamilies(t *testing.T) {
 	m, det := newPointManager(t, Options{})
+	asleep := parkings(t)
 	ctx := context.Background()
 	require.NoError(t, m.AddColumnFamily(1))
 	require.NoError(t, m.Lock(ctx, lockReq(1, 0, "k", txnlock.Exclusive)))
 	require.NoError(t, m.Lock(ctx, lockReq(2, 1, "k", txnlock.Exclusive)))
 
 	first := lockAsync(m, lockReq(1, 1, "k", txnlock.Exclusive))
-	waitForWaits(t, det, 1)
+	<-asleep
 	err := m.Lock(ctx, lockReq(2, 0, "k", txnlock.Exclusive))
 	require.ErrorIs(t, err, txnlock.ErrDeadlock)
 	var de *txnlock.DeadlockError
@@ -92,17 +101,17 @@ func TestPointCycleAcrossColumnFamilies(t *testing.T) {
 // it.
 func TestPointCycleClosedByThirdWait(t *testing.T) {
 	m, det := newPointManager(t, Options{})
+	asleep := parkings(t)
 	ctx := context.Background()
 	for txn, key := range map[txnlock.TxnID]string{1: "a", 2: "b", 3: "c"} {
 		require.NoError(t, m.Lock(ctx, lockReq(txn, 0, key, txnlock.Exclusive)))
 	}
 	one := lockAsync(m, lockReq(1, 0, "c", txnlock.Exclusive))
-	waitForWaits(t, det, 1)
+	<-asleep
 	require.Zero(t, det.Stats().Searches, "txn 3 does not wait: no Check")
 	two := lockAsync(m, lockReq(2, 0, "a", txnlock.Exclusive))
-	waitForWaits(t, det, 2)
-	require.Eventually(t, func() bool { return det.Stats().Searches == 1 }, 10*time.Second, 100*time.Microsecond,
-		"txn 1 waits: txn 2's Block asks for a Check")
+	<-asleep
+	require.Equal(t, uint64(1), det.Stats().Searches, "txn 1 waits: txn 2's Block asks for a Check")
 
 	err := m.Lock(ctx, lockReq(3, 0, "b", txnlock.Exclusive))
 	var de *txnlock.DeadlockError
@@ -128,13 +137,14 @@ func TestPointCycleClosedByThirdWait(t *testing.T) {
 // waits for"). The holder's wait that closes a cycle still searches.
 func TestPointLoneWaitUnsearched(t *testing.T) {
 	m, det := newPointManager(t, Options{})
+	asleep := parkings(t)
 	ctx := context.Background()
 	require.NoError(t, m.Lock(ctx, lockReq(1, 0, "a", txnlock.Exclusive)))
 	require.NoError(t, m.Lock(ctx, lockReq(2, 0, "b", txnlock.Exclusive)))
 	two := lockAsync(m, lockReq(2, 0, "a", txnlock.Exclusive))
-	waitForWaits(t, det, 1)
+	<-asleep
 	three := lockAsync(m, lockReq(3, 0, "b", txnlock.Exclusive)) // behind 2, which waits
-	waitForWaits(t, det, 2)
+	<-asleep
 	require.Zero(t, det.Stats().Searches, "txn 3 holds nothing and nobody queued behind it")
 
 	err := m.Lock(ctx, lockReq(1, 0, "b", txnlock.Exclusive)) // 1 -> 2 -> 1
@@ -153,12 +163,13 @@ func TestPointLoneWaitUnsearched(t *testing.T) {
 
 func TestPointSharedHoldersBothUpgrade(t *testing.T) {
 	m, det := newPointManager(t, Options{})
+	asleep := parkings(t)
 	ctx := context.Background()
 	require.NoError(t, m.Lock(ctx, lockReq(1, 0, "k", txnlock.Shared)))
 	require.NoError(t, m.Lock(ctx, lockReq(2, 0, "k", txnlock.Shared)))
 
 	first := lockAsync(m, lockReq(1, 0, "k", txnlock.Exclusive))
-	waitForWaits(t, det, 1)
+	<-asleep
 	err := m.Lock(ctx, lockReq(2, 0, "k", txnlock.Exclusive))
 	require.ErrorIs(t, err, txnlock.ErrDeadlock)
 	var de *txnlock.DeadlockError
@@ -174,6 +185,7 @@ func TestPointSharedHoldersBothUpgrade(t *testing.T) {
 // share one detector is found.
 func TestTwoManagersShareDetector(t *testing.T) {
 	m1, det := newPointManager(t, Options{})
+	asleep := parkings(t)
 	m2, err := pointlock.New(pointlock.Options{WaitOptions: txnlock.WaitOptions{Detector: det, LockTimeout: txnlock.WaitForever}})
 	require.NoError(t, err)
 	defer m2.Close()
@@ -181,7 +193,7 @@ func TestTwoManagersShareDetector(t *testing.T) {
 	require.NoError(t, m1.Lock(ctx, lockReq(1, 0, "k", txnlock.Exclusive)))
 	require.NoError(t, m2.Lock(ctx, lockReq(2, 0, "k", txnlock.Exclusive)))
 	first := lockAsync(m2, lockReq(1, 0, "k", txnlock.Exclusive))
-	waitForWaits(t, det, 1)
+	<-asleep
 	err = m1.Lock(ctx, lockReq(2, 0, "k", txnlock.Exclusive))
 	require.ErrorIs(t, err, txnlock.ErrDeadlock)
 	require.NoError(t, m1.UnlockAll(2))
@@ -194,13 +206,13 @@ func TestTwoManagersShareDetector(t *testing.T) {
 // txn 2 rolls back.
 func TestPointVictimOtherThanRequester(t *testing.T) {
 	m, _ := newPointManager(t, Options{Victim: VictimYoungest})
+	asleep := parkings(t)
 	ctx := context.Background()
 	require.NoError(t, m.Lock(ctx, lockReq(1, 0, "a", txnlock.Exclusive)))
 	require.NoError(t, m.Lock(ctx, lockReq(2, 0, "b", txnlock.Exclusive)))
 	m2 := lockAsync(m, lockReq(2, 0, "a", txnlock.Exclusive))
 	// Wait until txn 2 is asleep, then close the cycle with txn 1.
-	det := m.Options().Detector.(*Detector)
-	waitForWaits(t, det, 1)
+	<-asleep
 	m1 := lockAsync(m, lockReq(1, 0, "b", txnlock.Exclusive))
 	err := <-m2
 	require.ErrorIs(t, err, txnlock.ErrDeadlock)
@@ -307,7 +319,7 @@ func runRandomized(t *testing.T, opts Options, seed uint64) {
 	require.NoError(t, err)
 	var bad []error // guarded by det.mu
 	det.mu.Lock()
-	det.mu.c.testingOnBreak = func(de *txnlock.DeadlockError) {
+	det.testingOnBreak = func(de *txnlock.DeadlockError) {
 		if err := ref.validate(de); err != nil {
 			bad = append(bad, fmt.Errorf("%w\n%s\nwaits:\n%s", err, de.Report(), det.reg.describe()))
 		}
@@ -428,9 +440,10 @@ func TestFewestLocksCountsAfterBlock(t *testing.T) {
 	for _, k := range []string{"d", "e", "f"} {
 		require.NoError(t, lock(2, k))
 	}
+	asleep := parkings(t)
 	first := make(chan error, 1)
 	go func() { first <- lock(1, "d") }()
-	require.Eventually(t, func() bool { return m.Stats().Waiting == 1 }, 5*time.Second, time.Millisecond)
+	<-asleep
 	second := make(chan error, 1)
 	go func() { second <- lock(2, "a") }()
 

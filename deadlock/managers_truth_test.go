@@ -53,7 +53,7 @@ var managersRun = flag.Uint64("managers.run", 0, "replay the run of TestTruthMan
 //  2. every waiter waits for someone (no lost wake-up), and the
 //     detector's count of waits is the number of sleeping calls;
 //  3. every cycle the detector confirms is real when it is confirmed
-//     (core.testingOnConfirm, before the victim is failed): each member
+//     (Detector.testingOnConfirm, before the victim is failed): each member
 //     waits for the lock its entry names, and reaches the next member in
 //     the true graph, or has it queued since earlier on a conflicting,
 //     overlapping range (Status's nearest-request rule names the request
@@ -174,8 +174,8 @@ func runManagersTruth(t *testing.T, run uint64, steps int, tot *managersTotals) 
 		s.mu.Unlock()
 		s.wake()
 	})
-	det.mu.c.testingOnConfirm = s.onConfirm
-	det.mu.c.testingOnBreak = func(de *txnlock.DeadlockError) {
+	det.testingOnConfirm = s.onConfirm
+	det.testingOnBreak = func(de *txnlock.DeadlockError) {
 		s.mu.Lock()
 		s.victims[de.Victim] = true
 		s.mu.Unlock()
@@ -356,8 +356,13 @@ func (s *mtSched) problem(format string, args ...any) {
 // still active, handling the calls that returned. Nothing then moves
 // until the next step: waits last forever, and the detector fails
 // victims only inside a call that has not gone to sleep yet.
+//
+// Every change it waits for wakes it (s.wake): a call that returns, and a
+// waiter's goroutine that goes to sleep or leaves Wait. A step that
+// neither returns nor sleeps within a minute fails.
 func (s *mtSched) settle() error {
-	deadline := time.Now().Add(10 * time.Second)
+	stuck := time.NewTimer(time.Minute)
+	defer stuck.Stop()
 	for {
 		busy, finished := false, false
 		for _, sl := range s.slots {
@@ -385,15 +390,13 @@ func (s *mtSched) settle() error {
 			s.mu.Unlock()
 			return nil
 		}
-		if time.Now().After(deadline) {
-			return errors.New("the step does not settle: a call neither returns nor sleeps")
-		}
 		if finished {
 			continue
 		}
 		select {
 		case <-s.woken:
-		case <-time.After(time.Millisecond):
+		case <-stuck.C:
+			return errors.New("the step does not settle: a call neither returns nor sleeps")
 		}
 	}
 }

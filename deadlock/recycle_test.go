@@ -101,7 +101,7 @@ func TestUnblockSearchCallsNoUnblockedWaiter(t *testing.T) {
 	d.block(wc.edge())
 	d.block(w2.edge())
 	d.block(wb.edge())
-	d.mu.c.testingOnBreak = func(*txnlock.DeadlockError) {
+	d.testingOnBreak = func(*txnlock.DeadlockError) {
 		wc.end()
 		d.unblock(wc) // wb was failed: nothing to search
 		wc.recycled.Store(true)

@@ -235,8 +235,11 @@ func (l *liveSource) waits(txn txnlock.TxnID, exact bool, fn func(w *wait, who [
 	}
 }
 
-func (l *liveSource) fail(txn txnlock.TxnID, w txnlock.Waiter, seq uint64, err error) bool {
-	s := l.r.slot(txn)
+// fail fails the wait of txn made by w with stamp seq, if it is still
+// reported and active, and reports whether it did. The slot's mutex keeps
+// w from being recycled meanwhile.
+func (r *registry) fail(txn txnlock.TxnID, w txnlock.Waiter, seq uint64, err error) bool {
+	s := r.slot(txn)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i := range s.lenLocked() {
@@ -284,17 +287,4 @@ func (r *registry) flatten(dst []flatWait, arena []txnlock.TxnID) ([]flatWait, [
 		s.mu.Unlock()
 	}
 	return dst, arena
-}
-
-// each calls fn for each active wait of txn, with its slot held; fn must
-// not call the registry.
-func (r *registry) each(txn txnlock.TxnID, fn func(w *wait)) {
-	s := r.slot(txn)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := range s.lenLocked() {
-		if w := s.atLocked(i); w.txn == txn && w.active() {
-			fn(w)
-		}
-	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/pointlock"
 	"github.com/txnlock/txnlock/rangelock"
 )
@@ -24,7 +25,7 @@ type reportRig struct {
 	det    *Detector
 	points *pointlock.Manager
 	ranges *rangelock.Manager
-	waits  int
+	asleep <-chan *lockwait.Waiter // parkings
 	errs   []<-chan error
 }
 
@@ -32,7 +33,7 @@ func newReportRig(t *testing.T) *reportRig {
 	det, err := New(Options{})
 	require.NoError(t, err)
 	pm, rm := sharingManagers(t, det)
-	r := &reportRig{t: t, det: det, points: pm, ranges: rm}
+	r := &reportRig{t: t, det: det, points: pm, ranges: rm, asleep: parkings(t)}
 	t.Cleanup(func() {
 		require.NoError(t, pm.Close())
 		require.NoError(t, rm.Close())
@@ -63,13 +64,13 @@ func (r *reportRig) lock(m txnlock.Manager, txn txnlock.TxnID, rg txnlock.Range,
 	require.NoError(r.t, m.Lock(context.Background(), txnlock.Request{Txn: txn, Range: rg, Mode: mode}))
 }
 
-// wait starts a request that waits, and returns once the detector has it.
+// wait starts a request that waits, and returns once it sleeps, its wait
+// reported to the detector.
 func (r *reportRig) wait(m txnlock.Manager, txn txnlock.TxnID, rg txnlock.Range, mode txnlock.Mode) {
 	ch := make(chan error, 1)
 	go func() { ch <- m.Lock(context.Background(), txnlock.Request{Txn: txn, Range: rg, Mode: mode}) }()
 	r.errs = append(r.errs, ch)
-	r.waits++
-	waitForWaits(r.t, r.det, r.waits)
+	<-r.asleep
 }
 
 // closeCycle makes the request that closes the cycle and returns its

@@ -92,7 +92,7 @@ import (
 // false)): a cycle the on-block checks miss then stays in the graph for
 // check 2 to see, and nothing runs concurrently, so a run is a function
 // of its seed. The reports are collected in order through
-// core.testingOnBreak.
+// Detector.testingOnBreak.
 //
 // While a failed waiter's goroutine has yet to unlink it, a waiter behind
 // it that conflicts with no holder (Shared behind a failed Exclusive
@@ -297,7 +297,7 @@ func runTruth(cfg truthConfig) (err error) {
 		byTxn: map[txnlock.TxnID]*truthSlot{},
 	}
 	det.Attach(s)
-	det.mu.c.testingOnBreak = func(de *txnlock.DeadlockError) {
+	det.testingOnBreak = func(de *txnlock.DeadlockError) {
 		// Under det.mu, on this goroutine, inside Check: keep a copy.
 		c := *de
 		c.Cycle = slices.Clone(de.Cycle)

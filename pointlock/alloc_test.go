@@ -82,9 +82,11 @@ func TestStatusSince(t *testing.T) {
 	require.NoError(t, m.Lock(ctx, txnlock.Request{Txn: 1, Range: k, Mode: txnlock.Exclusive}))
 	clock.Advance(time.Minute)
 	start := clock.Now()
+	queued := make(chan txnlock.TxnID, 1)
+	m.queued = func(txn txnlock.TxnID) { queued <- txn }
 	done := make(chan error, 1)
 	go func() { done <- m.Lock(ctx, txnlock.Request{Txn: 2, Range: k, Mode: txnlock.Shared}) }()
-	require.Eventually(t, func() bool { return len(m.Status().Waits) == 1 }, 10*time.Second, 50*time.Microsecond)
+	require.Equal(t, txnlock.TxnID(2), <-queued)
 	w := m.Status().Waits[0]
 	require.Equal(t, start, w.Since)
 	require.Equal(t, []txnlock.TxnID{1}, w.Blockers)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,11 +88,18 @@ func runConcurrent(t *testing.T, stripes, workers, iters int, det *contract.Seam
 	rng0 := newRand(t)
 
 	var wg sync.WaitGroup
-	var stopCheck atomic.Bool
+	// The checker runs after a worker's transaction ends (poke), as often
+	// as it can keep up with, until stopCheck is closed.
+	poke, stopCheck := make(chan struct{}, 1), make(chan struct{})
 	checkErr := make(chan error, 1)
 	go func() {
 		defer close(checkErr)
-		for !stopCheck.Load() {
+		for {
+			select {
+			case <-stopCheck:
+				return
+			case <-poke:
+			}
 			if err := m.checkInvariants(); err != nil {
 				checkErr <- err
 				return
@@ -112,7 +118,6 @@ func runConcurrent(t *testing.T, stripes, workers, iters int, det *contract.Seam
 					return
 				}
 			}
-			time.Sleep(100 * time.Microsecond)
 		}
 	}()
 	done := make(chan struct{})
@@ -175,7 +180,10 @@ func runConcurrent(t *testing.T, stripes, workers, iters int, det *contract.Seam
 				if err := m.UnlockAll(txn); err != nil {
 					t.Errorf("unlock all %v: %v", txn, err)
 				}
-
+				select {
+				case poke <- struct{}{}:
+				default:
+				}
 			}
 		}(g)
 	}
@@ -184,10 +192,10 @@ func runConcurrent(t *testing.T, stripes, workers, iters int, det *contract.Seam
 	select {
 	case <-done:
 	case <-time.After(time.Minute):
-		stopCheck.Store(true)
+		close(stopCheck)
 		t.Fatalf("workers hung (lost wake-up?): checker: %v, now: %v\n%v", <-checkErr, m.checkInvariants(), m.Status())
 	}
-	stopCheck.Store(true)
+	close(stopCheck)
 	for err := range checkErr {
 		t.Fatal(err)
 	}

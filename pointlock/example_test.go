@@ -29,8 +29,8 @@ func Example() {
 	go func() {
 		granted <- m.Lock(ctx, txnlock.Request{Txn: 3, Range: row, Mode: txnlock.Exclusive})
 	}()
-	for len(m.Status().Waits) == 0 {
-		time.Sleep(time.Millisecond) // until txn 3 waits
+	for i := 0; i < 1000 && len(m.Status().Waits) == 0; i++ {
+		time.Sleep(time.Millisecond) // until txn 3 waits, a second at most
 	}
 	fmt.Print(m.Status())
 	m.UnlockAll(1)

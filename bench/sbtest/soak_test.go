@@ -3,8 +3,13 @@ package sbtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,10 +24,12 @@ import (
 // Soak settings: soakEnv is the total duration (default soakDefault),
 // soakDirEnv a directory to run on disk instead of in memory.
 const (
-	soakEnv     = "TXNLOCK_SOAK"
-	soakDirEnv  = "TXNLOCK_SOAK_DIR"
-	soakDefault = 4 * time.Second
-	soakRows    = 30 // rows 1..soakRows of sbtest1 are the bank
+	soakEnv    = "TXNLOCK_SOAK"
+	soakDirEnv = "TXNLOCK_SOAK_DIR"
+	// soakProfilesEnv names a directory for each phase's heap profile.
+	soakProfilesEnv = "TXNLOCK_SOAK_PROFILES"
+	soakDefault     = 4 * time.Second
+	soakRows        = 30 // rows 1..soakRows of sbtest1 are the bank
 )
 
 // soakPhase is one lock kind and layout of the soak, on a fresh DB.
@@ -31,23 +38,34 @@ type soakPhase struct {
 	layout Layout
 }
 
+func (p soakPhase) String() string { return string(p.lock) + "/" + string(p.layout) }
+
 var soakPhases = []soakPhase{
 	{LockPoint, LayoutPerTable}, {LockRange, LayoutPerIndex},
 	{LockPointSK, LayoutPerIndex}, {LockRange, LayoutPerTable},
 }
 
-// TestSoak runs a mixed load for TXNLOCK_SOAK (default 4 s), in four
-// phases that each open a fresh DB: point and range managers, per-table and
-// per-index column families. Six workers run, on sbtest1, transfers of k
-// between rows 1..30 (a third of them on the hot rows 1..3) and AUTO-INC
-// inserts (mode 0: the table AUTO-INC lock) balanced by deletes of the
-// inserted rows, and on sbtest2 every other sbtest statement; a tenth of
-// the transactions run under a context that ends within 2 ms, and the lock
+// soakPhaseMax bounds a phase, so that a long soak runs every kind of
+// phase more than once.
+const soakPhaseMax = 3 * time.Minute
+
+// TestSoak runs a mixed load for TXNLOCK_SOAK (default 4 s), in phases of
+// an eighth of it (at most soakPhaseMax, at least 500 ms) that each open a
+// fresh DB, in turn: point and range managers, per-table and per-index
+// column families. Six workers run, on sbtest1, transfers of k between
+// rows 1..30 (a third of them on the hot rows 1..3) and AUTO-INC inserts
+// (mode 0: the table AUTO-INC lock) balanced by deletes of the inserted
+// rows, and on sbtest2 every other sbtest statement; a tenth of the
+// transactions run under a context that ends within 2 ms, and the lock
 // timeout is 50 ms. After each phase: no lock and no waiter is left, the
 // manager's counters show none held or waiting, the tables verify, sum(k)
 // of sbtest1 is unchanged, and the goroutines are back to their number
-// before the phase. It logs RSS over time; from 10 minutes on, RSS at the
-// end must be within 20% of RSS at 5 minutes.
+// before the phase. It logs the live heap after runtime.GC() at the same
+// points of every phase (heapLog); from 10 minutes on, the live heap after
+// each phase's Close must be within 10% of the first phase's.
+// TXNLOCK_SOAK_PROFILES=dir writes each phase's heap profiles there, at the
+// end of its load and after its Close: go tool pprof -diff_base compares
+// two phases.
 func TestSoak(t *testing.T) {
 	total := soakDefault
 	if v := os.Getenv(soakEnv); v != "" {
@@ -55,22 +73,25 @@ func TestSoak(t *testing.T) {
 		require.NoError(t, err, "%s=%q", soakEnv, v)
 		total = d
 	}
-	rss := newRSSLog(total)
+	heap := &heapLog{profiles: os.Getenv(soakProfilesEnv)}
+	if heap.profiles != "" {
+		runtime.MemProfileRate = 4 << 10 // finer than the default 512 KiB: the live heap is a few MiB
+	}
+	phase := min(max(total/8, 500*time.Millisecond), soakPhaseMax)
 	start := time.Now()
 	var committed, failed int
 	for i := 0; time.Since(start) < total; i++ {
 		ph := soakPhases[i%len(soakPhases)]
-		left := total - time.Since(start)
-		d := min(max(total/time.Duration(len(soakPhases)), time.Second), left)
-		c, f := soakPhaseRun(t, ph, d, rss, start)
+		d := min(phase, total-time.Since(start))
+		c, f := soakPhaseRun(t, ph, d, heap, start)
 		committed += c
 		failed += f
 	}
-	t.Logf("soak %v: %d transactions committed, %d rolled back after a lock error or a cancellation; RSS %s", total, committed, failed, rss)
-	rss.check(t)
+	t.Logf("soak %v: %d transactions committed, %d rolled back after a lock error or a cancellation", total, committed, failed)
+	heap.check(t, total)
 }
 
-func soakPhaseRun(t *testing.T, ph soakPhase, d time.Duration, rss *rssLog, start time.Time) (committed, failed int) {
+func soakPhaseRun(t *testing.T, ph soakPhase, d time.Duration, heap *heapLog, start time.Time) (committed, failed int) {
 	before := goleak.IgnoreCurrent()
 	opts := Options{Tables: 2, TableSize: 200, Lock: ph.lock, Layout: ph.layout, LockTimeout: 50 * time.Millisecond,
 		CacheSize: 4 << 20, MemTableSize: 4 << 20}
@@ -88,7 +109,8 @@ func soakPhaseRun(t *testing.T, ph soakPhase, d time.Duration, rss *rssLog, star
 
 	var mu sync.Mutex // guards pool, committed, failed
 	var pool []int64  // inserted ids of sbtest1, for the deletes
-	stop := time.Now().Add(d)
+	loadStart := time.Now()
+	stop := loadStart.Add(d)
 	errs := make(chan error, 6)
 	var wg sync.WaitGroup
 	for w := range 6 {
@@ -107,15 +129,23 @@ func soakPhaseRun(t *testing.T, ph soakPhase, d time.Duration, rss *rssLog, star
 					failed++
 				}
 				mu.Unlock()
-				rss.sample(start)
 			}
 		})
+	}
+	// The live heap a quarter, half and three quarters into the load,
+	// while the workers run.
+	p := heapPhase{ph: ph}
+	for i := range p.during {
+		time.Sleep(time.Until(loadStart.Add(d * time.Duration(i+1) / 4)))
+		p.during[i] = sampleHeap()
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err, "%v", ph)
 	}
+	p.at, p.end = time.Since(start), sampleHeap()
+	heap.writeProfile(t, len(heap.phases)+1, ph, "end")
 	st := db.Manager().Status()
 	require.Empty(t, st.Locks, "%v: locks left after every transaction ended", ph)
 	require.Empty(t, st.Waits, "%v: waiters left", ph)
@@ -129,6 +159,9 @@ func soakPhaseRun(t *testing.T, ph soakPhase, d time.Duration, rss *rssLog, star
 	require.Equal(t, want, got, "%v: sum(k) of the bank changed", ph)
 	require.NoError(t, db.Close())
 	require.NoError(t, goleak.Find(before), "%v: goroutines left behind", ph)
+	p.closed = sampleHeap()
+	heap.writeProfile(t, len(heap.phases)+1, ph, "closed")
+	heap.add(t, p)
 	return committed, failed
 }
 
@@ -243,63 +276,83 @@ func soakExpected(err error) bool {
 		errors.Is(err, ErrDuplicateKey)
 }
 
-// rssLog samples the process's resident set size about twenty times over
-// the soak.
-type rssLog struct {
-	mu      sync.Mutex
-	every   time.Duration
-	next    time.Duration
-	total   time.Duration
-	samples []rssSample
+// heapLog records the live heap, after runtime.GC(), at the same points
+// of every phase: a quarter, half and three quarters into the load
+// (logged only), at its end (the workers stopped, every transaction ended,
+// the DB still open), and after Close. It logs beside each what the Go
+// runtime holds from the OS and RSS, which also counts Pebble's block
+// cache and memtables (allocated outside the Go heap) and what the C
+// allocator keeps of them once freed: neither is checked.
+type heapLog struct {
+	mu     sync.Mutex
+	phases []heapPhase
+	// profiles, if set, is a directory where each phase's heap profiles
+	// are written, at the end of its load and after its Close.
+	profiles string
 }
 
-type rssSample struct {
-	at  time.Duration
-	kib int64
+type heapPhase struct {
+	ph     soakPhase
+	at     time.Duration // since the soak began, at the end of the load
+	during [3]heapSample // a quarter, half and three quarters into the load
+	end    heapSample
+	closed heapSample
 }
 
-func newRSSLog(total time.Duration) *rssLog { return &rssLog{every: total / 20, total: total} }
+type heapSample struct {
+	live   uint64 // bytes
+	goKiB  uint64 // what the Go runtime has mapped and not released to the OS
+	rssKiB int64
+}
 
-func (l *rssLog) sample(start time.Time) {
-	at := time.Since(start)
+// sampleHeap collects garbage and returns the live heap it left, with RSS.
+// It collects twice: what sync.Pools hold survives one collection.
+func sampleHeap() heapSample {
+	runtime.GC()
+	runtime.GC()
+	m := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	metrics.Read(m)
+	return heapSample{live: m[0].Value.Uint64(), goKiB: (m[1].Value.Uint64() - m[2].Value.Uint64()) >> 10, rssKiB: rssKiB()}
+}
+
+func (s heapSample) String() string {
+	return fmt.Sprintf("%d KiB (Go %d MiB, RSS %d MiB)", s.live>>10, s.goKiB>>10, s.rssKiB>>10)
+}
+
+func (l *heapLog) add(t *testing.T, p heapPhase) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if at < l.next {
-		return
-	}
-	l.next = at + l.every
-	l.samples = append(l.samples, rssSample{at: at.Round(max(l.every/10, time.Millisecond)), kib: rssKiB()})
+	l.phases = append(l.phases, p)
+	t.Logf("phase %d %v at %v: live heap during %v, %v, %v; at the end %v; closed %v",
+		len(l.phases), p.ph, p.at.Round(time.Second), p.during[0], p.during[1], p.during[2], p.end, p.closed)
 }
 
-func (l *rssLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var sb strings.Builder
-	for i, s := range l.samples {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		sb.WriteString(s.at.String() + " " + strconv.FormatInt(s.kib>>10, 10) + " MiB")
-	}
-	return sb.String()
-}
-
-// check holds RSS at the end within 20% of RSS at 5 minutes, for soaks of
-// 10 minutes or more.
-func (l *rssLog) check(t *testing.T) {
-	if l.total < 10*time.Minute || len(l.samples) == 0 {
+// writeProfile writes the heap profile of phase n at a point (end, closed),
+// if profiles are wanted.
+func (l *heapLog) writeProfile(t *testing.T, n int, ph soakPhase, point string) {
+	if l.profiles == "" {
 		return
 	}
-	var at5 int64
-	for _, s := range l.samples {
-		if s.at >= 5*time.Minute {
-			at5 = s.kib
-			break
-		}
+	f, err := os.Create(filepath.Join(l.profiles, fmt.Sprintf("heap-%02d-%s-%s-%s.pprof", n, ph.lock, ph.layout, point)))
+	require.NoError(t, err)
+	defer f.Close()
+	require.NoError(t, pprof.Lookup("heap").WriteTo(f, 0))
+}
+
+// check holds, for soaks of 10 minutes or more, the live heap after each
+// phase's Close within 10% of the first phase's: what a phase leaves
+// behind grows it from phase to phase. The live heap while a DB is open is
+// logged only: it holds the DB's state (memtables, the table cache and, in
+// memory, the files), which differs from phase to phase.
+func (l *heapLog) check(t *testing.T, total time.Duration) {
+	if total < 10*time.Minute {
+		return
 	}
-	end := l.samples[len(l.samples)-1].kib
-	require.Positive(t, at5)
-	require.InDelta(t, float64(at5), float64(end), 0.2*float64(at5), "RSS at the end %d KiB, at 5 minutes %d KiB", end, at5)
+	c := l.phases[0].closed
+	for i, p := range l.phases {
+		require.InDelta(t, float64(c.live), float64(p.closed.live), 0.1*float64(c.live),
+			"phase %d %v: live heap after Close %v, after the first phase's %v", i+1, p.ph, p.closed, c)
+	}
 }
 
 // rssKiB reads VmRSS from /proc/self/status (0 where there is none).

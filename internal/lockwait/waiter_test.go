@@ -36,7 +36,7 @@ func TestTimeoutFiresOnManualClock(t *testing.T) {
 	w := newW(1)
 	done := make(chan error)
 	go func() { done <- w.Wait(context.Background(), time.Second, clock, nil) }()
-	require.Eventually(t, func() bool { return clock.Pending() == 1 }, 5*time.Second, time.Millisecond)
+	clock.WaitPending(1)
 	clock.Advance(999 * time.Millisecond)
 	select {
 	case err := <-done:
@@ -94,7 +94,7 @@ func TestCheckOnBlockAndAfterGrace(t *testing.T) {
 	w = newW(5)
 	done := make(chan error)
 	go func() { done <- w.Wait(context.Background(), time.Hour, clock, d) }()
-	require.Eventually(t, func() bool { return clock.Pending() == 2 }, 5*time.Second, time.Millisecond)
+	clock.WaitPending(2)
 	require.Zero(t, d.blocks, "a wait younger than the delay is not reported")
 	clock.Advance(10 * time.Millisecond)
 	require.ErrorIs(t, <-done, txnlock.ErrDeadlock)
@@ -106,7 +106,7 @@ func TestCheckOnBlockAndAfterGrace(t *testing.T) {
 	d = &fakeDet{delay: 10 * time.Millisecond}
 	w = newW(8)
 	go func() { done <- w.Wait(context.Background(), time.Hour, clock, d) }()
-	require.Eventually(t, func() bool { return clock.Pending() == 2 }, 5*time.Second, time.Millisecond)
+	clock.WaitPending(2)
 	grant(w)
 	require.NoError(t, <-done)
 	require.Zero(t, d.blocks+d.unblocks+d.checks)

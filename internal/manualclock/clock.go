@@ -16,6 +16,8 @@ type Clock struct {
 		sync.Mutex
 		now    time.Time
 		timers []*timer // pending, unordered
+		// changed, if not nil, is closed when timers changes (WaitPending).
+		changed chan struct{}
 	}
 }
 
@@ -44,6 +46,7 @@ func (c *Clock) NewTimer(d time.Duration) txnlock.Timer {
 		return t
 	}
 	c.mu.timers = append(c.mu.timers, t)
+	c.notifyLocked()
 	return t
 }
 
@@ -62,14 +65,32 @@ func (c *Clock) Advance(d time.Duration) {
 	}
 	clear(c.mu.timers[len(keep):])
 	c.mu.timers = keep
+	c.notifyLocked()
 }
 
-// Pending is the number of timers not yet fired or stopped: a test can wait
-// until a waiter has armed its timeout before advancing the clock.
-func (c *Clock) Pending() int {
+// WaitPending blocks until exactly n timers are pending (armed, neither
+// fired nor stopped): a test waits so until a goroutine has armed its
+// timer before it advances the clock.
+func (c *Clock) WaitPending(n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.mu.timers)
+	for len(c.mu.timers) != n {
+		if c.mu.changed == nil {
+			c.mu.changed = make(chan struct{})
+		}
+		ch := c.mu.changed
+		c.mu.Unlock()
+		<-ch
+		c.mu.Lock()
+	}
+}
+
+// notifyLocked wakes the WaitPending calls: the pending timers changed.
+func (c *Clock) notifyLocked() {
+	if c.mu.changed != nil {
+		close(c.mu.changed)
+		c.mu.changed = nil
+	}
 }
 
 type timer struct {
@@ -86,6 +107,7 @@ func (t *timer) Stop() bool {
 	for i, o := range t.c.mu.timers {
 		if o == t {
 			t.c.mu.timers = append(t.c.mu.timers[:i], t.c.mu.timers[i+1:]...)
+			t.c.notifyLocked()
 			return true
 		}
 	}
