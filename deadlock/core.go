@@ -20,8 +20,7 @@ type Stats struct {
 	// did not confirm (an edge gone, or a member no longer waiting).
 	FalsePositivesAvoided uint64
 	// Waits is the waits reported and not yet forgotten: every active
-	// one, and those that ended but were not yet Unblocked or forgotten
-	// by a probe (registry.go).
+	// one, and those that ended but were not yet taken back.
 	Waits int
 }
 
@@ -96,7 +95,7 @@ func (c *core) limits() limits {
 // start begins the search from w's wait, a wait of txn (a new wait's
 // Check, or a Recheck), or with w nil from each wait of txn, which became
 // a holder that others wait for, or gained blockers, while it waits (two
-// Lock calls in flight): the package doc's "When a cycle closes".
+// Lock calls in flight): design.go's "When a cycle closes".
 func (c *core) start(txn txnlock.TxnID, w txnlock.Waiter) search {
 	clear(c.roots) // drop the last search's references
 	c.roots = c.roots[:0]

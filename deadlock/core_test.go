@@ -21,7 +21,7 @@ import (
 // nothing: the trace prints each verdict it returns, then plays the
 // Detector, failing the victim's wait if it still waits and telling the
 // core (settle), as Detector.checkFrom does under its mutex. Each file is
-// one of the events the package doc lists as adding an edge to the
+// one of the events design.go lists as adding an edge to the
 // waits-for graph, and the search the Detector runs for it.
 //
 // Commands:

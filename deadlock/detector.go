@@ -18,14 +18,14 @@ const passRestFactor = 10
 
 // Detector is a deadlock detector shared by any number of lock managers
 // (txnlock.Detector). It is safe for concurrent use.
-//
-// Lock order: passMu, then mu, then one registry slot's mutex, then a
-// manager's latch (the detector's questions to a waiter). A manager never
-// calls the detector with a latch held, but for Stamp, which takes no
-// lock. Victims are failed (Waiter.Fail, which takes no lock) with mu and
-// the victim's slot held; Options.OnDeadlock runs with every lock
-// released.
 type Detector struct {
+	// Lock order: passMu, then mu, then one registry slot's mutex, then a
+	// manager's latch (the detector's questions to a waiter). A manager
+	// never calls the detector with a latch held, but for Stamp, which
+	// takes no lock. Victims are failed (Waiter.Fail, which takes no lock)
+	// with mu and the victim's slot held; Options.OnDeadlock runs with
+	// every lock released.
+
 	opts Options
 	// stamps is Stamp's counter, which every wait queued writes, on a
 	// cache line of its own: the fields that every Block, Unblock and
@@ -112,12 +112,12 @@ func (d *Detector) Options() Options { return d.opts }
 // behind, unless the lock was granted since (Waiter.Regranted): then it
 // asks (Waiter.Blockers), and whether anyone may wait for the wait's
 // transaction: not if the wait is lone and the transaction holds no lock
-// (the package doc, "A wait nobody waits for"). A closed detector
+// (design.go, "A wait nobody waits for"). A closed detector
 // refuses the wait: it fails the waiter with txnlock.ErrClosed.
 //
 // When none is, no cycle runs through the wait now, and one can only
 // close later by another event whose own search sees this wait (the
-// package doc, "When a cycle closes"). So the usual wait, a queue behind
+// design.go, "When a cycle closes"). So the usual wait, a queue behind
 // running holders, costs its own slot's mutex here, a holder's if the
 // holder's slot holds a wait (on a hot lock, the holder's wait that was
 // granted a moment ago, which the probe forgets), and a question to the
@@ -142,14 +142,14 @@ func (d *Detector) block(e txnlock.WaitEdge) bool {
 	if d.reg.add(e.Waiter, txn, seq) {
 		// An earlier wait of txn was left unsearched as lone; this one
 		// may lead to whoever waits for that wait's request (the
-		// package doc, "A wait nobody waits for").
+		// design.go, "A wait nobody waits for").
 		d.checkWaitsOf(txn)
 		return false
 	}
 	// Whom the wait is blocked by now. A grant since it was queued may
 	// have given the lock to a transaction that already reported a wait
 	// of its own, whose Block then did not see this one; one of the two
-	// Blocks must see the other (the package doc, "When a cycle closes").
+	// Blocks must see the other (design.go, "When a cycle closes").
 	blockers := e.Blockers
 	if e.Waiter.Regranted() {
 		var ok bool
@@ -167,7 +167,7 @@ func (d *Detector) block(e txnlock.WaitEdge) bool {
 
 // lone reports whether nobody can wait for the transaction of e, a wait
 // just recorded, so that a cycle through it cannot have closed (the
-// package doc, "A wait nobody waits for"): its request was queued behind
+// design.go, "A wait nobody waits for"): its request was queued behind
 // every older one, no wait was stamped after it (read now, after the
 // wait was recorded: a request queued behind it later reports later and
 // sees it), its transaction holds no lock and has no other wait reported

@@ -133,7 +133,7 @@ func TestPointCycleClosedByThirdWait(t *testing.T) {
 
 // TestPointLoneWaitUnsearched: a transaction that holds nothing and
 // queues behind a waiting holder, with no request behind its own, is on
-// no cycle: its Block asks for no Check (the package doc, "A wait nobody
+// no cycle: its Block asks for no Check (design.go, "A wait nobody
 // waits for"). The holder's wait that closes a cycle still searches.
 func TestPointLoneWaitUnsearched(t *testing.T) {
 	m, det := newPointManager(t, Options{})

@@ -77,9 +77,8 @@ type Victim uint8
 
 const (
 	// VictimRequester fails the transaction whose wait closed the cycle:
-	// the member whose wait was queued last, by its stamp, whichever
-	// search found the cycle (see the package doc, "Which request closed
-	// a cycle").
+	// the member whose Lock call began waiting last, whichever member's
+	// search found the cycle.
 	VictimRequester Victim = iota
 	// VictimYoungest fails the youngest transaction: the lowest Priority
 	// if Options.Priority is set, then the highest TxnID.
@@ -168,7 +167,7 @@ type Options struct {
 	DetectDelay time.Duration
 	// BackgroundInterval is the period of the background pass, which
 	// searches the whole graph, with OnBlock detection too (a safety net
-	// behind the searches of the package doc's "When a cycle closes").
+	// behind the searches each new wait starts).
 	// Default: DefaultBackgroundInterval (1s).
 	BackgroundInterval time.Duration
 	// Clock times searches and stamps reports. Default: txnlock.SystemClock.

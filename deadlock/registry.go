@@ -21,7 +21,7 @@ import (
 // the next waiter's Block probes the holder, whose wait was granted a
 // moment ago, and takes its slot's mutex anyway, so it drops the wait
 // there, and the holder's Unblock finds the slot empty and takes no
-// mutex. No search follows an ended wait (the package doc, "Stale
+// mutex. No search follows an ended wait (design.go, "Stale
 // waits"), so forgetting it early changes no search's answer.
 //
 // Lock order: Detector.mu, then one slot's mutex, then a manager's latch
@@ -184,7 +184,7 @@ func (r *registry) count() int {
 // waiting reports whether txn has an active wait. A Block that calls it
 // has added its own wait first, under another slot's mutex, and a Block
 // of txn adds txn's wait before it probes in turn: one of the two sees the
-// other (the package doc, "When a cycle closes"). It forgets the waits of
+// other (design.go, "When a cycle closes"). It forgets the waits of
 // the slot that have ended (the registry's doc).
 func (r *registry) waiting(txn txnlock.TxnID) bool {
 	s := r.slot(txn)
