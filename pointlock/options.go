@@ -32,8 +32,9 @@ type Options struct {
 }
 
 // DefaultStripes is Options.Stripes' default: the next power of two at or
-// above 16 × GOMAXPROCS, at least 16 (internal/locktable.DefaultStripes
-// says why). A stripe costs 128 bytes per column family.
+// above 16 × GOMAXPROCS, at least 16, so that two requests running at once
+// for random keys rarely share a stripe. A stripe costs 128 bytes per
+// column family.
 func DefaultStripes() int { return locktable.DefaultStripes(MaxStripes) }
 
 // EnsureDefaults fills zero fields with their defaults.

@@ -8,9 +8,9 @@ import (
 // Status returns a snapshot of every held lock and every waiting request,
 // sorted (txnlock.Status.Sort). Each stripe is read under its own mutex, so
 // the snapshot is consistent per key, not across keys. Under the mutex
-// Status only copies what each key has (locktable.Snapshot); whom each
-// waiter waits for, the sorting and the output are built after the mutex
-// is released, so a scrape costs a hot key one copy of its queue.
+// Status only copies what each key has; whom each waiter waits for, the
+// sorting and the output are built after the mutex is released, so a
+// scrape costs a hot key one copy of its queue.
 func (m *Manager) Status() txnlock.Status {
 	var s txnlock.Status
 	var snap locktable.Snapshot

@@ -45,9 +45,8 @@ type Options struct {
 }
 
 // DefaultStripes is Options.Stripes' default: pointlock's (16 ×
-// GOMAXPROCS rounded up to a power of two, at least 16; see
-// internal/locktable.DefaultStripes), but at most 256, since fusing a
-// family takes every stripe latch.
+// GOMAXPROCS rounded up to a power of two, at least 16), but at most 256,
+// since a range request in a family of points takes every stripe latch.
 func DefaultStripes() int { return locktable.DefaultStripes(256) }
 
 // EnsureDefaults fills zero fields with their defaults.
