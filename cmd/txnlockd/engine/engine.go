@@ -63,8 +63,8 @@ func (c *catalog) put(t *Table) {
 // DDL that makes a new Table of the same id.
 type runtime struct {
 	rowCF txnlock.ColumnFamily
-	aiMu    sync.Mutex   // serializes allocation in AUTO-INC modes 0 and 1
-	last    atomic.Int64 // the greatest key given out or seen
+	aiMu  sync.Mutex   // serializes allocation in AUTO-INC modes 0 and 1
+	last  atomic.Int64 // the greatest key given out or seen
 }
 
 // Open opens (or creates) the store.

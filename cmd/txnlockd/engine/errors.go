@@ -20,16 +20,20 @@ func errorf(num int, state, format string, args ...any) error {
 }
 
 // The MySQL errors the engine returns.
-func errDBExists(db string) error { return errorf(1007, "HY000", "Can't create database '%s'; database exists", db) }
-func errNoDB(db string) error      { return errorf(1049, "42000", "Unknown database '%s'", db) }
+func errDBExists(db string) error {
+	return errorf(1007, "HY000", "Can't create database '%s'; database exists", db)
+}
+func errNoDB(db string) error { return errorf(1049, "42000", "Unknown database '%s'", db) }
 func errDropNoDB(db string) error {
 	return errorf(1008, "HY000", "Can't drop database '%s'; database doesn't exist", db)
 }
 func errTableExists(t string) error { return errorf(1050, "42S01", "Table '%s' already exists", t) }
 
 // ErrNoTable is the error of a statement naming a missing table.
-func ErrNoTable(db, t string) error { return errorf(1146, "42S02", "Table '%s.%s' doesn't exist", db, t) }
-func errDupKeyName(n string) error  { return errorf(1061, "42000", "Duplicate key name '%s'", n) }
+func ErrNoTable(db, t string) error {
+	return errorf(1146, "42S02", "Table '%s.%s' doesn't exist", db, t)
+}
+func errDupKeyName(n string) error { return errorf(1061, "42000", "Duplicate key name '%s'", n) }
 func errNoKey(n, t string) error {
 	return errorf(1091, "42000", "Can't DROP '%s'; check that column/key exists", n)
 }

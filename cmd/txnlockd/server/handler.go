@@ -160,4 +160,3 @@ func (s *Server) ComBinlogDumpGTID(c *mysql.Conn, logFile string, logPos uint64,
 }
 
 var errNoReplication = sqlerror.NewSQLError(sqlerror.ERNotSupportedYet, "42000", "replication is not supported")
-

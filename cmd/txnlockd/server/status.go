@@ -33,7 +33,7 @@ type counters struct {
 var txnSessions sync.Map // txnlock.TxnID → *session
 
 func (s *Server) registerTxn(id txnlock.TxnID, ss *session) { txnSessions.Store(id, ss) }
-func (s *Server) unregisterTxn(id txnlock.TxnID)             { txnSessions.Delete(id) }
+func (s *Server) unregisterTxn(id txnlock.TxnID)            { txnSessions.Delete(id) }
 
 func threadOf(id txnlock.TxnID) int64 {
 	if v, ok := txnSessions.Load(id); ok {
