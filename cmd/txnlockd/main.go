@@ -17,7 +17,6 @@ package main
 import (
 	"flag"
 	"fmt"
-	"log"
 	"os"
 	"os/signal"
 	"strings"
@@ -40,7 +39,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "txnlockd:", err)
 		os.Exit(1)
 	}
-	log.Printf("txnlockd: listening on %s (%v)", srv.Addr(), opts.Engine)
+	fmt.Fprintf(os.Stderr, "txnlockd: listening on %s (%v)\n", srv.Addr(), opts.Engine)
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	go func() {

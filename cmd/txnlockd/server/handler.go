@@ -2,6 +2,7 @@ package server
 
 import (
 	"net"
+	"strings"
 
 	"github.com/txnlock/txnlock/cmd/txnlockd/engine"
 	"vitess.io/vitess/go/mysql"
@@ -54,7 +55,10 @@ func (s *Server) ConnectionClosed(c *mysql.Conn) {
 }
 
 // parse parses one statement (a SERIAL column type rewritten first).
+// Trailing NUL bytes, which mysqlslap sends after its statements, are
+// dropped, as MySQL's parser stops at the first one.
 func (s *Server) parse(sql string) (sqlparser.Statement, int, error) {
+	sql = strings.TrimRight(sql, "\x00")
 	stmt, vars, err := s.parser.Parse2(rewriteSerial(s.parser, sql))
 	if err != nil {
 		return nil, 0, sqlerror.NewSQLError(sqlerror.ERParseError, "42000", err.Error())
@@ -65,6 +69,7 @@ func (s *Server) parse(sql string) (sqlparser.Statement, int, error) {
 // ComQuery runs a text-protocol statement.
 func (s *Server) ComQuery(c *mysql.Conn, query string, callback func(*sqltypes.Result) error) error {
 	ss := c.ClientData.(*session)
+	query = strings.TrimRight(query, "\x00")
 	stmt, _, err := s.parse(query)
 	if err != nil {
 		return err
