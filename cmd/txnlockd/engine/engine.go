@@ -80,6 +80,9 @@ func Open(opts Options) (*Engine, error) {
 	}
 	e.det = det
 	wo := txnlock.WaitOptions{LockTimeout: opts.LockTimeout, Detector: det}
+	if opts.OnWait != nil {
+		wo.Detector = hookDetector{det, opts.OnWait}
+	}
 	if opts.Lock == LockRange {
 		m, err := rangelock.New(rangelock.Options{WaitOptions: wo})
 		if err != nil {
@@ -489,4 +492,24 @@ func (quietLogger) Infof(string, ...any)  {}
 func (quietLogger) Errorf(string, ...any) {}
 func (quietLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf("pebble: "+format, args...))
+}
+
+// hookDetector is the detector with Options.OnWait called on each wait.
+type hookDetector struct {
+	*deadlock.Detector
+	onWait func(txnlock.TxnID)
+}
+
+func (h hookDetector) Attach(c txnlock.LockCounter) txnlock.WaitGraph {
+	return hookGraph{h.Detector.Attach(c), h.onWait}
+}
+
+type hookGraph struct {
+	txnlock.WaitGraph
+	onWait func(txnlock.TxnID)
+}
+
+func (h hookGraph) Block(e txnlock.WaitEdge) bool {
+	h.onWait(e.Waiter.Txn())
+	return h.WaitGraph.Block(e)
 }

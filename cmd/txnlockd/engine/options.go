@@ -72,6 +72,10 @@ type Options struct {
 	CacheSize int64
 	// MemTableSize is Pebble's memtable size in bytes. Default: 64 MB.
 	MemTableSize uint64
+	// OnWait, if set, is called when a lock request of txn starts to wait
+	// (as the detector hears of it), on the waiter's goroutine: tests
+	// order their steps by it. Default: nil.
+	OnWait func(txn txnlock.TxnID)
 }
 
 // DefaultLockTimeout is InnoDB's innodb_lock_wait_timeout.

@@ -1,12 +1,16 @@
 package server
 
 import (
+	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/go-sql-driver/mysql"
 	"github.com/stretchr/testify/require"
+	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/cmd/txnlockd/engine"
 	"go.uber.org/goleak"
 )
@@ -21,15 +25,24 @@ func TestMain(m *testing.M) {
 	)
 }
 
-// startServer starts a server on a free loopback port with root and no
-// password, and returns it with a DSN for database db.
-func startServer(t *testing.T, eo engine.Options) (*Server, func(db string) string) {
+// testServer is a server on a free loopback port, root without a
+// password; waits receives the transaction of every lock wait.
+type testServer struct {
+	*Server
+	waits chan txnlock.TxnID
+}
+
+// startServer starts a test server.
+func startServer(t *testing.T, eo engine.Options) (*testServer, func(db string) string) {
 	t.Helper()
+	ts := &testServer{waits: make(chan txnlock.TxnID, 64)}
+	eo.OnWait = func(txn txnlock.TxnID) { ts.waits <- txn }
 	srv, err := New(Options{Addr: "127.0.0.1:0", AllowEmptyRoot: true, Engine: eo})
 	require.NoError(t, err)
+	ts.Server = srv
 	go srv.Serve()
 	t.Cleanup(func() { require.NoError(t, srv.Close()) })
-	return srv, func(db string) string {
+	return ts, func(db string) string {
 		c := mysql.NewConfig()
 		c.User, c.Net, c.Addr, c.DBName = "root", "tcp", srv.Addr().String(), db
 		return c.FormatDSN()
@@ -44,20 +57,25 @@ func open(t *testing.T, dsn string) *sql.DB {
 	return db
 }
 
-func exec(t *testing.T, db interface {
-	Exec(string, ...any) (sql.Result, error)
-}, q string, args ...any) sql.Result {
+// execer and querier are *sql.DB and *sql.Conn alike.
+type execer interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}
+
+type querier interface {
+	QueryContext(context.Context, string, ...any) (*sql.Rows, error)
+}
+
+func exec(t *testing.T, db execer, q string, args ...any) sql.Result {
 	t.Helper()
-	r, err := db.Exec(q, args...)
+	r, err := db.ExecContext(context.Background(), q, args...)
 	require.NoError(t, err, q)
 	return r
 }
 
-func queryRows(t *testing.T, db interface {
-	Query(string, ...any) (*sql.Rows, error)
-}, q string, args ...any) [][]string {
+func queryRows(t *testing.T, db querier, q string, args ...any) [][]string {
 	t.Helper()
-	rows, err := db.Query(q, args...)
+	rows, err := db.QueryContext(context.Background(), q, args...)
 	require.NoError(t, err, q)
 	defer rows.Close()
 	cols, err := rows.Columns()
@@ -83,16 +101,48 @@ func queryRows(t *testing.T, db interface {
 	return out
 }
 
-func TestSmoke(t *testing.T) {
-	_, dsn := startServer(t, engine.Options{})
-	db := open(t, dsn(""))
-	exec(t, db, "CREATE DATABASE sbtest")
-	db2 := open(t, dsn("sbtest"))
-	exec(t, db2, "CREATE TABLE sbtest1(id INTEGER NOT NULL AUTO_INCREMENT, k INTEGER DEFAULT '0' NOT NULL, c CHAR(120) DEFAULT '' NOT NULL, pad CHAR(60) DEFAULT '' NOT NULL, PRIMARY KEY (id)) /*! ENGINE = innodb */")
-	exec(t, db2, "INSERT INTO sbtest1(k, c, pad) VALUES(5, 'a', 'b'),(6,'c','d')")
-	exec(t, db2, "CREATE INDEX k_1 ON sbtest1(k)")
-	exec(t, db2, "UPDATE sbtest1 SET k=k+1 WHERE id=?", 1)
-	fmt.Println(queryRows(t, db2, "SELECT id, k, c, pad FROM sbtest1 WHERE id BETWEEN ? AND ? ORDER BY c", 1, 5))
-	fmt.Println(queryRows(t, db2, "SELECT SUM(k), count(*) FROM sbtest1"))
-	fmt.Println(queryRows(t, db2, "SELECT @@version_comment, DATABASE(), @@transaction_isolation"))
+// status reads one SHOW STATUS counter.
+func status(t *testing.T, db *sql.DB, name string) int64 {
+	t.Helper()
+	var n string
+	var v int64
+	require.NoError(t, db.QueryRow("SHOW STATUS LIKE '"+name+"'").Scan(&n, &v))
+	return v
+}
+
+// conn returns one connection of db (a session of its own).
+func conn(t *testing.T, db *sql.DB) *sql.Conn {
+	t.Helper()
+	c, err := db.Conn(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// mysqlErr returns err's MySQL error number, or 0.
+func mysqlErr(err error) uint16 {
+	var me *mysql.MySQLError
+	if errors.As(err, &me) {
+		return me.Number
+	}
+	return 0
+}
+
+// sbtestSchema is what sysbench's oltp_common.lua prepare sends.
+const sbtestSchema = "CREATE TABLE sbtest1(id INTEGER NOT NULL AUTO_INCREMENT, k INTEGER DEFAULT '0' NOT NULL, c CHAR(120) DEFAULT '' NOT NULL, pad CHAR(60) DEFAULT '' NOT NULL, PRIMARY KEY (id)) /*! ENGINE = innodb */"
+
+// loadSbtest creates database sbtest with sbtest1 of n rows (k = id), its
+// index k_1 made after the load, and returns a DB on it.
+func loadSbtest(t *testing.T, dsn func(string) string, n int) *sql.DB {
+	t.Helper()
+	exec(t, open(t, dsn("")), "CREATE DATABASE sbtest")
+	db := open(t, dsn("sbtest"))
+	exec(t, db, sbtestSchema)
+	var vals []string
+	for i := 1; i <= n; i++ {
+		vals = append(vals, fmt.Sprintf("(%d, 'c%d', 'pad%d')", i, i, i))
+	}
+	exec(t, db, "INSERT INTO sbtest1(k, c, pad) VALUES"+strings.Join(vals, ","))
+	exec(t, db, "CREATE INDEX k_1 ON sbtest1(k)")
+	return db
 }

@@ -112,7 +112,10 @@ func (s *session) statementError(ctx context.Context, err error) error {
 		return nil
 	}
 	var le *engine.Error
+	var se *sqlerror.SQLError
 	switch {
+	case errors.As(err, &se):
+		return se
 	case errors.As(err, &le):
 		return sqlerror.NewSQLError(sqlerror.ErrorCode(le.Num), le.State, le.Msg)
 	case errors.Is(err, errNoWait):

@@ -248,14 +248,17 @@ func (s *session) virtualTable(tn sqlparser.TableName) (source, bool) {
 	q, n := lower(tn.Qualifier.String()), lower(tn.Name.String())
 	srv := s.srv
 	switch {
-	case (q == "performance_schema" || q == "") && n == "data_locks":
+	case q == "performance_schema" && n == "data_locks":
 		return srv.dataLocks(), true
-	case (q == "performance_schema" || q == "") && n == "data_lock_waits":
+	case q == "performance_schema" && n == "data_lock_waits":
 		return srv.dataLockWaits(), true
-	case (q == "information_schema" || q == "") && n == "innodb_trx":
+	case q == "information_schema" && n == "innodb_trx":
 		return srv.innodbTrx(), true
-	case (q == "stats" || q == "") && n == "stats_mysql_query_digest":
+	case q == "stats" && n == "stats_mysql_query_digest":
 		return srv.digests.source(), true
+	case q == "txnlock" && n == "table_check":
+		src, err := srv.tableCheck()
+		return src, err == nil
 	case q == "information_schema" && n == "processlist":
 		res := srv.processList(true)
 		src := source{}
@@ -272,6 +275,35 @@ func (s *session) virtualTable(tn sqlparser.TableName) (source, bool) {
 		return src, true
 	}
 	return source{}, false
+}
+
+// tableCheck is txnlock.table_check: per table and index, the rows and
+// the index entries found, missing and extra (MySQL's CHECK TABLE, which
+// vitess' grammar lacks).
+func (s *Server) tableCheck() (source, error) {
+	src := source{cols: strCols("TABLE_SCHEMA", "TABLE_NAME", "ROWS", "INDEX_NAME", "ENTRIES", "MISSING", "EXTRA")}
+	for _, i := range []int{2, 4, 5, 6} {
+		src.cols[i].int = true
+	}
+	var tables []*engine.Table
+	for _, db := range s.eng.DBs() {
+		tables = append(tables, s.eng.Tables(db)...)
+	}
+	slices.SortFunc(tables, func(a, b *engine.Table) int { return strings.Compare(a.DB+"."+a.Name, b.DB+"."+b.Name) })
+	for _, t := range tables {
+		rows, ixs, err := s.eng.Check(t)
+		if err != nil {
+			return src, err
+		}
+		if len(ixs) == 0 {
+			src.rows = append(src.rows, []engine.Value{engine.StrValue(t.DB), engine.StrValue(t.Name), engine.IntValue(int64(rows)), null, null, null, null})
+		}
+		for _, ix := range ixs {
+			src.rows = append(src.rows, []engine.Value{engine.StrValue(t.DB), engine.StrValue(t.Name), engine.IntValue(int64(rows)),
+				engine.StrValue(ix.Index), engine.IntValue(int64(ix.Entries)), engine.IntValue(int64(ix.Missing)), engine.IntValue(int64(ix.Extra))})
+		}
+	}
+	return src, nil
 }
 
 func strCols(names ...string) []column {
