@@ -278,6 +278,11 @@ func (sc *scope) compare(e *sqlparser.ComparisonExpr) (engine.Value, error) {
 	if l.K == engine.Null || r.K == engine.Null {
 		return null, nil
 	}
+	switch e.Operator {
+	case sqlparser.LikeOp, sqlparser.NotLikeOp:
+		m := likeMatch(r.String(), l.String()) && (r.String() != "" || l.String() == "")
+		return boolv(m == (e.Operator == sqlparser.LikeOp)), nil
+	}
 	c := engine.Compare(l, r)
 	switch e.Operator {
 	case sqlparser.EqualOp:

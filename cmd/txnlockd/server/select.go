@@ -415,8 +415,9 @@ func (s *session) aggregateValue(sc *scope, o output, rows [][]engine.Value) (en
 	if _, ok := o.aggr.(*sqlparser.CountStar); ok {
 		return engine.IntValue(int64(len(rows))), nil
 	}
+	var seen map[engine.Value]bool // with DISTINCT
 	if da, ok := o.aggr.(sqlparser.DistinctableAggr); ok && da.IsDistinct() {
-		return null, unsupported("DISTINCT in an aggregate")
+		seen = map[engine.Value]bool{}
 	}
 	var acc engine.Value
 	var count int64
@@ -428,6 +429,12 @@ func (s *session) aggregateValue(sc *scope, o output, rows [][]engine.Value) (en
 		}
 		if v.K == engine.Null {
 			continue
+		}
+		if seen != nil {
+			if seen[v] {
+				continue
+			}
+			seen[v] = true
 		}
 		count++
 		switch o.aggr.(type) {

@@ -87,6 +87,9 @@ type Server struct {
 	ln     *mysql.Listener
 	done   chan struct{}
 
+	closeOnce sync.Once
+	closeErr  error
+
 	stats   counters
 	digests digestTable
 
@@ -170,18 +173,23 @@ func (s *Server) Serve() {
 	close(s.done)
 }
 
-// Close stops listening, closes every connection (their transactions roll
-// back) and closes the engine.
+// Close stops listening, ends every connection (their statements are
+// interrupted, their transactions roll back) and closes the engine. It
+// waits for Serve to return: call Serve first. Later calls return the
+// first one's result.
 func (s *Server) Close() error {
-	s.ln.Close()
-	<-s.done
-	s.mu.Lock()
-	for _, ss := range s.sessions {
-		ss.conn.Close()
-	}
-	s.mu.Unlock()
-	s.waitSessions()
-	return s.eng.Close()
+	s.closeOnce.Do(func() {
+		s.ln.Close()
+		<-s.done
+		s.mu.Lock()
+		for _, ss := range s.sessions {
+			ss.kill(true)
+		}
+		s.mu.Unlock()
+		s.waitSessions()
+		s.closeErr = s.eng.Close()
+	})
+	return s.closeErr
 }
 
 // Env is the vitess environment (the Handler interface asks for it).

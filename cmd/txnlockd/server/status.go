@@ -158,7 +158,8 @@ func (s *session) execShow(sh *sqlparser.Show) (*sqltypes.Result, error) {
 	return nil, unsupported(sqlparser.String(sh))
 }
 
-// likeMatch is SQL LIKE with % and _, case-insensitive; "" matches all.
+// likeMatch is SQL LIKE with % and _, case-insensitive (SHOW's patterns
+// and the LIKE operator); "" matches all.
 func likeMatch(pattern, s string) bool {
 	if pattern == "" {
 		return true
