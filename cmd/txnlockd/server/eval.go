@@ -216,7 +216,18 @@ func (sc *scope) eval(e sqlparser.Expr) (engine.Value, error) {
 			return engine.IntValue(n), nil
 		}
 	case *sqlparser.FuncExpr:
-		return sc.s.function(e)
+		if lower(e.Name.String()) != "concat" {
+			return sc.s.function(e)
+		}
+		var b strings.Builder
+		for _, a := range e.Exprs {
+			v, err := sc.eval(a)
+			if err != nil || v.K == engine.Null {
+				return null, err
+			}
+			b.WriteString(v.String())
+		}
+		return engine.StrValue(b.String()), nil
 	}
 	return null, unsupported("expression " + sqlparser.String(e))
 }
