@@ -90,7 +90,15 @@ func (s *Server) ComPrepare(c *mysql.Conn, query string) ([]*querypb.Field, uint
 	if err != nil {
 		return nil, 0, err
 	}
-	// The listener numbers prepared statements after this call returns.
+	// The listener numbers prepared statements after this call returns,
+	// and forgets those the client closed (COM_STMT_CLOSE): forget them too.
+	if len(ss.prepared) > len(c.PrepareData)+16 {
+		for id := range ss.prepared {
+			if _, ok := c.PrepareData[id]; !ok {
+				delete(ss.prepared, id)
+			}
+		}
+	}
 	ss.prepared[c.StatementID+1] = &prepared{stmt: stmt, digest: s.digests.get(normalize(s.parser, query))}
 	var fs []*querypb.Field
 	if sel, ok := stmt.(*sqlparser.Select); ok {

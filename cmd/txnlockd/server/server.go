@@ -93,6 +93,10 @@ type Server struct {
 	stats   counters
 	digests digestTable
 
+	// txns maps a transaction's id to its session (the lock tables name
+	// the connection of each lock's transaction).
+	txns sync.Map // txnlock.TxnID → *session
+
 	// mu guards sessions.
 	mu       sync.Mutex
 	sessions map[uint32]*session

@@ -35,7 +35,7 @@ var txnSessions sync.Map // txnlock.TxnID → *session
 func (s *Server) registerTxn(id txnlock.TxnID, ss *session) { txnSessions.Store(id, ss) }
 func (s *Server) unregisterTxn(id txnlock.TxnID)            { txnSessions.Delete(id) }
 
-func threadOf(id txnlock.TxnID) int64 {
+func (s *Server) threadOf(id txnlock.TxnID) int64 {
 	if v, ok := txnSessions.Load(id); ok {
 		return int64(v.(*session).id)
 	}
@@ -58,7 +58,7 @@ func (s *Server) statusRows() [][2]string {
 	sessions := len(s.sessions)
 	s.mu.Unlock()
 	open := 0
-	txnSessions.Range(func(_, _ any) bool { open++; return true })
+	s.txns.Range(func(_, _ any) bool { open++; return true })
 	c := &s.stats
 	return [][2]string{
 		{"Txnlock_connections", fmt.Sprint(c.connections.Load())},
@@ -322,7 +322,7 @@ func (s *Server) dataLocks() source {
 	add := func(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Range, mode txnlock.Mode, status string) {
 		schema, table, index, data := s.eng.DescribeRange(cf, r)
 		src.rows = append(src.rows, []engine.Value{
-			engine.StrValue("txnlock"), engine.StrValue(fmt.Sprintf("%d:%v:%v", txn, cf, r)), engine.IntValue(int64(txn)), engine.IntValue(threadOf(txn)),
+			engine.StrValue("txnlock"), engine.StrValue(fmt.Sprintf("%d:%v:%v", txn, cf, r)), engine.IntValue(int64(txn)), engine.IntValue(s.threadOf(txn)),
 			engine.StrValue(schema), engine.StrValue(table), engine.StrValue(index), engine.StrValue("RECORD"),
 			engine.StrValue(mode.String()), engine.StrValue(status), engine.StrValue(data),
 		})
@@ -350,8 +350,8 @@ func (s *Server) dataLockWaits() source {
 		schema, table, index, data := s.eng.DescribeRange(w.CF, w.Range)
 		for _, b := range w.Blockers {
 			src.rows = append(src.rows, []engine.Value{
-				engine.StrValue("txnlock"), engine.IntValue(int64(w.Txn)), engine.IntValue(threadOf(w.Txn)), engine.StrValue(w.Mode.String()), engine.StrValue(data),
-				engine.IntValue(int64(b)), engine.IntValue(threadOf(b)), engine.StrValue(schema), engine.StrValue(table), engine.StrValue(index),
+				engine.StrValue("txnlock"), engine.IntValue(int64(w.Txn)), engine.IntValue(s.threadOf(w.Txn)), engine.StrValue(w.Mode.String()), engine.StrValue(data),
+				engine.IntValue(int64(b)), engine.IntValue(s.threadOf(b)), engine.StrValue(schema), engine.StrValue(table), engine.StrValue(index),
 				engine.IntValue(int64(now.Sub(w.Since).Seconds())),
 			})
 		}
@@ -406,7 +406,7 @@ func (s *Server) innodbStatus() string {
 		for i, c := range d.Cycle {
 			schema, table, index, data := s.eng.DescribeRange(c.Lock.CF, c.Lock.Range)
 			fmt.Fprintf(&b, "*** (%d) TRANSACTION %d, MySQL thread id %d\n*** (%d) WAITING FOR THIS LOCK TO BE GRANTED:\nRECORD LOCK table `%s`.`%s` index %s lock_mode %v data %s\n",
-				i+1, c.Txn, threadOf(c.Txn), i+1, schema, table, index, c.Lock.Mode, data)
+				i+1, c.Txn, s.threadOf(c.Txn), i+1, schema, table, index, c.Lock.Mode, data)
 		}
 		if !d.LimitExceeded {
 			fmt.Fprintf(&b, "*** WE ROLL BACK TRANSACTION %d\n", d.Victim)
