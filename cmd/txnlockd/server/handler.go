@@ -96,10 +96,12 @@ func (s *Server) ComPrepare(c *mysql.Conn, query string) ([]*querypb.Field, uint
 		for id := range ss.prepared {
 			if _, ok := c.PrepareData[id]; !ok {
 				delete(ss.prepared, id)
+				s.stats.prepared.Add(-1)
 			}
 		}
 	}
 	ss.prepared[c.StatementID+1] = &prepared{stmt: stmt, digest: s.digests.get(normalize(s.parser, query))}
+	s.stats.prepared.Add(1)
 	var fs []*querypb.Field
 	if sel, ok := stmt.(*sqlparser.Select); ok {
 		if src, err := ss.source(sel); err == nil {
@@ -153,6 +155,7 @@ func (s *Server) ComResetConnection(c *mysql.Conn) {
 	ss.rollback()
 	ss.autocommit, ss.lockTimeout = true, s.opts.Engine.LockTimeout
 	ss.vars = map[string]engine.Value{}
+	s.stats.prepared.Add(-int64(len(ss.prepared)))
 	ss.prepared = map[uint32]*prepared{}
 }
 

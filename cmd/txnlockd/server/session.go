@@ -239,6 +239,7 @@ func (s *session) setStatusFlags() {
 // close ends the session: its transaction rolls back, its locks go.
 func (s *session) close() {
 	s.rollback()
+	s.srv.stats.prepared.Add(-int64(len(s.prepared)))
 }
 
 // kill cancels the running statement; with conn, closes the connection

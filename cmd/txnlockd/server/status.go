@@ -26,6 +26,7 @@ type counters struct {
 	timeouts               atomic.Uint64 // 1205 returned
 	nowait                 atomic.Uint64 // 3572 returned
 	otherErrors            atomic.Uint64
+	prepared               atomic.Int64 // prepared statements the sessions keep
 	conns                  sync.WaitGroup
 }
 
@@ -73,6 +74,7 @@ func (s *Server) statusRows() [][2]string {
 		{"Txnlock_lock_wait_timeout_errors", fmt.Sprint(c.timeouts.Load())},
 		{"Txnlock_nowait_errors", fmt.Sprint(c.nowait.Load())},
 		{"Txnlock_other_errors", fmt.Sprint(c.otherErrors.Load())},
+		{"Txnlock_prepared_statements", fmt.Sprint(c.prepared.Load())},
 		{"Txnlock_lock_acquired", fmt.Sprint(st.Acquired)},
 		{"Txnlock_lock_released", fmt.Sprint(st.Released)},
 		{"Txnlock_lock_waited", fmt.Sprint(st.Waited)},

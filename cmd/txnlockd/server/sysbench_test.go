@@ -66,3 +66,17 @@ func TestLockRequestsPerTransaction(t *testing.T) {
 		}
 	}
 }
+
+// TestPreparedForgotten: statements a client prepares and closes (as
+// go-sql-driver does for each Exec with arguments) are forgotten by the
+// session too.
+func TestPreparedForgotten(t *testing.T) {
+	_, dsn := startServer(t, engine.Options{})
+	db := loadSbtest(t, dsn, 10)
+	c := conn(t, db)
+	for i := 0; i < 200; i++ {
+		exec(t, c, "UPDATE sbtest1 SET k=k+1 WHERE id=?", 1+i%10)
+	}
+	require.Less(t, status(t, db, "Txnlock_prepared_statements"), int64(40))
+	require.Equal(t, [][]string{{"255"}}, queryRows(t, db, "SELECT SUM(k) FROM sbtest1"))
+}
