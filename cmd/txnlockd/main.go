@@ -18,6 +18,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"net/http"
+	_ "net/http/pprof"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -33,6 +35,9 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "txnlockd:", err)
 		os.Exit(2)
+	}
+	if *pprofAddr != "" {
+		go func() { fmt.Fprintln(os.Stderr, "txnlockd: pprof:", http.ListenAndServe(*pprofAddr, nil)) }()
 	}
 	srv, err := server.New(opts)
 	if err != nil {
@@ -50,6 +55,9 @@ func main() {
 	srv.Close()
 }
 
+// pprofAddr serves net/http/pprof when set (--pprof).
+var pprofAddr = new(string)
+
 // listValue collects a repeatable flag.
 type listValue []string
 
@@ -66,6 +74,7 @@ func parseFlags(args []string) (server.Options, error) {
 	fs.DurationVar(&o.Engine.LockTimeout, "lock-wait-timeout", engine.DefaultLockTimeout, "default innodb_lock_wait_timeout")
 	fs.StringVar(&o.Engine.Dir, "dir", "", "Pebble directory; empty keeps everything in memory")
 	fs.BoolVar(&o.Engine.Sync, "sync", false, "commits fsync the WAL (the WAL is always written)")
+	fs.StringVar(pprofAddr, "pprof", "", "serve Go's profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060")
 	var users, rules listValue
 	fs.Var(&users, "user", "USER:PASSWORD, mysql_native_password (repeatable)")
 	fs.BoolVar(&o.AllowEmptyRoot, "allow-empty-root", false, "let root connect without a password")
