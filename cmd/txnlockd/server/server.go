@@ -97,7 +97,7 @@ type Server struct {
 	// the connection of each lock's transaction).
 	txns sync.Map // txnlock.TxnID → *session
 
-	// mu guards sessions.
+	// mu guards sessions. Lock order: Server.mu, then a session's mu.
 	mu       sync.Mutex
 	sessions map[uint32]*session
 }

@@ -48,7 +48,7 @@ func (w *watcher) start(c *mysql.Conn, cancel context.CancelCauseFunc) {
 // the statement) or stop interrupts it.
 func (w *watcher) watch() {
 	w.mu.Lock()
-	if !w.running {
+	if !w.running || w.watching { // a late fire of the last statement's timer may meet this one's
 		w.mu.Unlock()
 		return
 	}
