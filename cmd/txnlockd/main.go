@@ -17,9 +17,9 @@ package main
 import (
 	"flag"
 	"fmt"
-	"os"
 	"net/http"
 	_ "net/http/pprof"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
