@@ -468,7 +468,7 @@ func (e *Engine) DropIndex(db, table, name string) error {
 		}
 	}
 	if i < 0 {
-		return errNoKey(name, table)
+		return errNoKey(name)
 	}
 	ix := t.Indexes[i]
 	t.Indexes = append(t.Indexes[:i], t.Indexes[i+1:]...)

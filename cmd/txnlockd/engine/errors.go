@@ -34,7 +34,7 @@ func ErrNoTable(db, t string) error {
 	return errorf(1146, "42S02", "Table '%s.%s' doesn't exist", db, t)
 }
 func errDupKeyName(n string) error { return errorf(1061, "42000", "Duplicate key name '%s'", n) }
-func errNoKey(n, t string) error {
+func errNoKey(n string) error {
 	return errorf(1091, "42000", "Can't DROP '%s'; check that column/key exists", n)
 }
 

@@ -388,7 +388,3 @@ func bump(c interface {
 		}
 	}
 }
-
-// RowKey returns the clustered key of a row of t (for tables with a key
-// column).
-func RowKey(t *Table, row []Value) int64 { return row[t.Key].I }

@@ -18,9 +18,9 @@ import (
 // Version is the server version the handshake and VERSION() report.
 const Version = "8.0.40-txnlockd"
 
-// Options configure a Server. The zero value serves an in-memory engine
-// on a loopback port chosen by the system, to the user root with no
-// password refused.
+// Options configure a Server. Every zero field means its documented
+// default, but Validate wants a way in: a user with a password, or
+// AllowEmptyRoot (root without a password is allowed only when asked).
 type Options struct {
 	// Addr is the TCP listen address. Default: "127.0.0.1:3306".
 	Addr string
