@@ -84,6 +84,24 @@ func (db *DB) Begin(opts *TxnOptions) (_ *Txn, err error) {
 	return t, nil
 }
 
+// SetLockTimeout sets the timeout of the transaction's later lock
+// requests, as TxnOptions.LockTimeout (txnlock.DefaultTimeout: the DB's;
+// txnlock.NoWait: fail at once with ErrLockTimeout if a lock is not free).
+// A session changes it between statements (MySQL's SET SESSION
+// innodb_lock_wait_timeout, a statement's NOWAIT). A negative value other
+// than txnlock.NoWait is a *txnlock.OptionsError and changes nothing.
+func (t *Txn) SetLockTimeout(d time.Duration) error {
+	o := TxnOptions{LockTimeout: d}
+	if err := o.Validate(); err != nil {
+		return err
+	}
+	if d == txnlock.DefaultTimeout {
+		d = t.db.opts.LockTimeout
+	}
+	t.timeout = d
+	return nil
+}
+
 // ID is the transaction's id in the lock manager.
 func (t *Txn) ID() txnlock.TxnID { return t.id }
 

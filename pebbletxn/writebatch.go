@@ -31,6 +31,34 @@ func (w *WriteBatch) Put(cf txnlock.ColumnFamily, key, value []byte) error {
 	return w.batch.Set(w.key, value, nil)
 }
 
+// Delete removes key from cf.
+func (w *WriteBatch) Delete(cf txnlock.ColumnFamily, key []byte) error {
+	if w.batch == nil {
+		return &txnError{op: "write batch delete", err: ErrClosed}
+	}
+	if err := w.db.checkCF("write batch delete", 0, cf); err != nil {
+		return err
+	}
+	w.key = appendKey(w.key[:0], cf, key)
+	return w.batch.Delete(w.key, nil)
+}
+
+// DeleteRange removes every key of r in cf (a dropped table, say), as one
+// range tombstone: its cost does not grow with the number of keys.
+func (w *WriteBatch) DeleteRange(cf txnlock.ColumnFamily, r txnlock.Range) error {
+	if w.batch == nil {
+		return &txnError{op: "write batch delete range", err: ErrClosed}
+	}
+	if !r.Valid() {
+		return &txnError{op: "write batch delete range", err: txnlock.ErrInvalidRange}
+	}
+	if err := w.db.checkCF("write batch delete range", 0, cf); err != nil {
+		return err
+	}
+	lower, upper := bounds(cf, r)
+	return w.batch.DeleteRange(lower, upper, nil)
+}
+
 // Len is the number of writes in the batch.
 func (w *WriteBatch) Len() int { return int(w.batch.Count()) }
 
