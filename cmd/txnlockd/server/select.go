@@ -253,9 +253,6 @@ func (s *session) withNoWait(txn *engine.Txn, nowait bool, fn func() error) erro
 	}
 	err := fn()
 	txn.SetLockTimeout(s.lockTimeout)
-	if errors.Is(err, txnlock.ErrLockTimeout) {
-		return errors.Join(errNoWait, err)
-	}
 	return err
 }
 

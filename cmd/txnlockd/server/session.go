@@ -118,7 +118,7 @@ func (s *session) statementError(ctx context.Context, err error) error {
 		return se
 	case errors.As(err, &le):
 		return sqlerror.NewSQLError(sqlerror.ErrorCode(le.Num), le.State, le.Msg)
-	case errors.Is(err, errNoWait):
+	case errors.Is(err, txnlock.ErrLockNoWait):
 		s.srv.stats.nowait.Add(1)
 		return sqlerror.NewSQLError(3572, "HY000", "Statement aborted because lock(s) could not be acquired immediately and NOWAIT is set.")
 	case errors.Is(err, txnlock.ErrDeadlock):
@@ -136,9 +136,6 @@ func (s *session) statementError(ctx context.Context, err error) error {
 	s.srv.stats.otherErrors.Add(1)
 	return sqlerror.NewSQLError(sqlerror.ERUnknownError, "HY000", err.Error())
 }
-
-// errNoWait marks a lock timeout of a NOWAIT statement.
-var errNoWait = errors.New("NOWAIT")
 
 // rollbackStatementTxn ends an autocommit statement's transaction after a
 // failure; an explicit transaction stays open (its statement wrote
