@@ -2,7 +2,6 @@ package pebbletxn
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -58,7 +57,7 @@ func TestSetLockTimeout(t *testing.T) {
 			require.Error(t, b.SetLockTimeout(-5))
 			require.NoError(t, b.SetLockTimeout(txnlock.NoWait))
 			err = b.Lock(context.Background(), cf, []byte("k"), txnlock.Exclusive)
-			require.True(t, errors.Is(err, txnlock.ErrLockTimeout), "%v", err)
+			require.ErrorIs(t, err, txnlock.ErrLockNoWait)
 		})
 	}
 }
