@@ -31,7 +31,7 @@
 //	┌─────────────────┐  Timeout == NoWait                    │ (only requests that
 //	│ FIFO wait queue │─────────────────▶ ErrLockNoWait       │  can now be granted)
 //	└─────────────────┘                                       │
-//	       │ WaitGraph.Block: the wait is reported            │
+//	       │ the detector hears of the wait                   │
 //	       ▼                                                  │
 //	┌─────────────────┐  cycle, this txn is the victim        │
 //	│ deadlock check  │─────────────────▶ *DeadlockError      │

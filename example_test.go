@@ -61,10 +61,10 @@ func ExampleRange() {
 	// true true false
 }
 
-// NewRange builds a range from endpoints that each say whether they
-// include their key; an infinite endpoint is unbounded.
+// NewRange builds a range between two positions in the key order: just
+// after "m" (so "m" is out) and +∞.
 func ExampleNewRange() {
-	r, err := txnlock.NewRange(txnlock.ExclusiveKey([]byte("m")), txnlock.Infinite())
+	r, err := txnlock.NewRange(txnlock.BoundAfter([]byte("m")), txnlock.PosInf())
 	fmt.Println(r, err)
 	fmt.Println(r.Contains([]byte("m")), r.Contains([]byte("m0")), r.Contains([]byte("zzz")))
 	_, err = txnlock.Inclusive([]byte("z"), []byte("a"))

@@ -41,7 +41,7 @@ import (
 //   - a range first taken after sp is unlocked except the keys that locks
 //     held at sp cover: RollbackTo unlocks the difference, as one Unlock
 //     call per maximal piece of it ([start, end] of each piece as the
-//     Range bounds say; see RangeFromBounds). Pieces are not whole held
+//     Range bounds say; see NewRange). Pieces are not whole held
 //     locks: this needs a manager that unlocks part of a held range, as
 //     rangelock does (pointlock holds only points, which never need it).
 //     A manager that refuses a piece (ErrNotHeld) keeps it held until

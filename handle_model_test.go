@@ -121,16 +121,17 @@ func (u universe) randomRange(rng *rand.Rand) txnlock.Range {
 		return txnlock.Point(letter())
 	}
 	for {
-		end := func() txnlock.Endpoint {
+		// Either end open, or a letter included or excluded.
+		end := func(open txnlock.Bound) txnlock.Bound {
 			switch rng.IntN(5) {
 			case 0:
-				return txnlock.Infinite()
+				return open
 			case 1, 2:
-				return txnlock.ExclusiveKey(letter())
+				return txnlock.BoundAfter(letter())
 			}
-			return txnlock.InclusiveKey(letter())
+			return txnlock.BoundBefore(letter())
 		}
-		if r, err := txnlock.NewRange(end(), end()); err == nil {
+		if r, err := txnlock.NewRange(end(txnlock.NegInf()), end(txnlock.PosInf())); err == nil {
 			return r
 		}
 	}

@@ -310,7 +310,7 @@ func subtract(r Range, holes []Range, dst []Range) []Range {
 		}
 		cut = true
 		if cur.Compare(h.Start()) < 0 {
-			p, _ := RangeFromBounds(cur, h.Start()) // cur < h.Start() < r.End()
+			p, _ := NewRange(cur, h.Start()) // cur < h.Start() < r.End()
 			dst = append(dst, p)
 		}
 		if h.End().Compare(cur) > 0 {
@@ -323,6 +323,6 @@ func subtract(r Range, holes []Range, dst []Range) []Range {
 	if !cut {
 		return append(dst, r)
 	}
-	p, _ := RangeFromBounds(cur, r.End()) // cur < r.End()
+	p, _ := NewRange(cur, r.End()) // cur < r.End()
 	return append(dst, p)
 }

@@ -10,30 +10,21 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/deadlock"
+	"github.com/txnlock/txnlock/internal/detect"
 	"github.com/txnlock/txnlock/pointlock"
 	"github.com/txnlock/txnlock/rangelock"
 )
 
-// blockSignal is the real deadlock detector, telling the test through a
-// channel which transaction reported a wait: the wait is then queued in
-// its manager (Block follows the queueing).
-type blockSignal struct {
-	*deadlock.Detector
-	blocked chan txnlock.TxnID
-}
-
-func (d *blockSignal) Attach(c txnlock.LockCounter) txnlock.WaitGraph {
-	return signalGraph{d.Detector.Attach(c), d.blocked}
-}
-
-// signalGraph is a manager's attachment through blockSignal.
+// signalGraph is a manager's attachment to the real deadlock detector,
+// telling the test through a channel which transaction reported a wait:
+// the wait is then queued in its manager (Block follows the queueing).
 type signalGraph struct {
-	txnlock.WaitGraph
+	detect.Graph
 	blocked chan txnlock.TxnID
 }
 
-func (g signalGraph) Block(e txnlock.WaitEdge) bool {
-	needs := g.WaitGraph.Block(e)
+func (g signalGraph) Block(e detect.Edge) bool {
+	needs := g.Graph.Block(e)
 	g.blocked <- e.Waiter.Txn()
 	return needs
 }
@@ -41,7 +32,7 @@ func (g signalGraph) Block(e txnlock.WaitEdge) bool {
 // stack is three managers sharing one detector: two point managers and a
 // range manager, each with column families 0 and 1.
 type stack struct {
-	det        *blockSignal
+	blocked    chan txnlock.TxnID // signalGraph's
 	p1, p2, rl txnlock.Manager
 }
 
@@ -50,8 +41,9 @@ func (s *stack) managers() []txnlock.Manager { return []txnlock.Manager{s.p1, s.
 func newStack(t *testing.T) *stack {
 	d, err := deadlock.New(deadlock.Options{})
 	require.NoError(t, err)
-	s := &stack{det: &blockSignal{Detector: d, blocked: make(chan txnlock.TxnID, 16)}}
-	wo := txnlock.WaitOptions{Detector: s.det, LockTimeout: txnlock.WaitForever}
+	s := &stack{blocked: make(chan txnlock.TxnID, 16)}
+	signal := detect.Wrap(d, func(g detect.Graph) detect.Graph { return signalGraph{g, s.blocked} })
+	wo := txnlock.WaitOptions{Detector: signal, LockTimeout: txnlock.WaitForever}
 	p1, err := pointlock.New(pointlock.Options{WaitOptions: wo})
 	require.NoError(t, err)
 	p2, err := pointlock.New(pointlock.Options{WaitOptions: wo})
@@ -154,7 +146,7 @@ func TestTxnDeadlockVictimReleasesAll(t *testing.T) {
 			// other waits for victim's range; victim then closes the cycle
 			// and, as the requester, is the detector's victim.
 			otherDone := lockAsync(other, s.rl, txnlock.Request{Range: pt("a3"), Mode: txnlock.Exclusive})
-			require.Equal(t, txnlock.TxnID(2), <-s.det.blocked)
+			require.Equal(t, txnlock.TxnID(2), <-s.blocked)
 			require.Len(t, s.rl.Status().Waits, 1)
 			err := victim.Lock(context.Background(), s.p1, txnlock.Request{Range: pt("b1"), Mode: txnlock.Exclusive})
 			require.ErrorIs(t, err, txnlock.ErrDeadlock)
@@ -181,7 +173,7 @@ func TestTxnReleaseWhileWaiting(t *testing.T) {
 	lockEverywhere(t, s, other, "b")
 	lockEverywhere(t, s, h, "a")
 	done := lockAsync(h, s.p2, txnlock.Request{CF: 1, Range: pt("b2"), Mode: txnlock.Shared})
-	require.Equal(t, txnlock.TxnID(1), <-s.det.blocked)
+	require.Equal(t, txnlock.TxnID(1), <-s.blocked)
 	require.Len(t, s.p2.Status().Waits, 1)
 
 	require.NoError(t, releaseSoon(t, h))
@@ -297,7 +289,7 @@ func TestTxnLockOverlappingUnlock(t *testing.T) {
 	require.NoError(t, h.Lock(ctx, s.p1, txnlock.Request{Range: pt("k"), Mode: S}))
 	require.NoError(t, other.Lock(ctx, s.p1, txnlock.Request{Range: pt("k"), Mode: S}))
 	done := lockAsync(h, s.p1, txnlock.Request{Range: pt("k"), Mode: X})
-	require.Equal(t, txnlock.TxnID(1), <-s.det.blocked)
+	require.Equal(t, txnlock.TxnID(1), <-s.blocked)
 	require.NoError(t, h.Unlock(s.p1, 0, pt("a")))
 	require.NoError(t, other.Release())
 	require.NoError(t, <-done)
@@ -353,7 +345,7 @@ func TestTxnSavepointRealManagers(t *testing.T) {
 	sp = h.Savepoint()
 	lock(s.p1, 1, pt("after"), X)
 	done := lockAsync(h, s.rl, lock2)
-	require.Equal(t, txnlock.TxnID(1), <-s.det.blocked)
+	require.Equal(t, txnlock.TxnID(1), <-s.blocked)
 	require.Len(t, s.rl.Status().Waits, 1)
 	require.NoError(t, releaseSoon(t, h))
 	require.ErrorIs(t, <-done, txnlock.ErrTxnReleased)

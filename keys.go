@@ -105,7 +105,7 @@ func (b Bound) Size() int { return len(b.key) }
 
 // Range is a non-empty set of keys: every key k with Start < k < End, where
 // Start and End are positions between keys (see Bound). Build ranges with
-// Point, Prefix, Closed, HalfOpen, All or NewRange; the zero Range is not
+// Point, Prefix, Inclusive, HalfOpen, All or NewRange; the zero Range is not
 // valid and is rejected with ErrInvalidRange.
 //
 // Normalization: both ends are stored as canonical Bounds, so two ranges
@@ -119,70 +119,12 @@ type Range struct {
 	start, end Bound
 }
 
-// EndpointKind says how an Endpoint bounds a range.
-type EndpointKind uint8
-
-const (
-	// EndpointInclusive: the endpoint's key is in the range.
-	EndpointInclusive EndpointKind = iota + 1
-	// EndpointExclusive: the endpoint's key is not in the range.
-	EndpointExclusive
-	// EndpointUnbounded: −∞ as a start, +∞ as an end; the key is ignored.
-	EndpointUnbounded
-)
-
-// Endpoint is one end of a range as a caller writes it.
-type Endpoint struct {
-	Key  []byte
-	Kind EndpointKind
-}
-
-// InclusiveKey returns an endpoint that includes k.
-func InclusiveKey(k []byte) Endpoint { return Endpoint{Key: k, Kind: EndpointInclusive} }
-
-// ExclusiveKey returns an endpoint that excludes k.
-func ExclusiveKey(k []byte) Endpoint { return Endpoint{Key: k, Kind: EndpointExclusive} }
-
-// Infinite returns an unbounded endpoint: −∞ as a start, +∞ as an end.
-func Infinite() Endpoint { return Endpoint{Kind: EndpointUnbounded} }
-
-// NewRange builds the range between start and end, each inclusive, exclusive
-// or unbounded. It returns ErrInvalidRange if an endpoint kind is unknown,
-// if the range covers no key, or if start is after end.
-func NewRange(start, end Endpoint) (Range, error) {
-	var r Range
-	switch start.Kind {
-	case EndpointInclusive:
-		r.start = before(start.Key)
-	case EndpointExclusive:
-		r.start = afterKey(start.Key)
-	case EndpointUnbounded:
-		r.start = NegInf()
-	default:
-		return Range{}, invalidRange("unknown start endpoint kind")
-	}
-	switch end.Kind {
-	case EndpointInclusive:
-		r.end = afterKey(end.Key)
-	case EndpointExclusive:
-		r.end = before(end.Key)
-	case EndpointUnbounded:
-		r.end = PosInf()
-	default:
-		return Range{}, invalidRange("unknown end endpoint kind")
-	}
-	if r.start.Compare(r.end) >= 0 {
-		return Range{}, invalidRange("start is not before end")
-	}
-	if r.start.key == nil {
-		r.start.key = []byte{}
-	}
-	return r, nil
-}
-
-// RangeFromBounds builds a range from two canonical bounds, as returned by
-// Range.Start and Range.End. It returns ErrInvalidRange unless start < end.
-func RangeFromBounds(start, end Bound) (Range, error) {
+// NewRange builds the range between two positions: BoundBefore(k) as a
+// start includes k and as an end excludes it, BoundAfter(k) the other way
+// round, NegInf and PosInf leave that end open (Range.Start and Range.End
+// give a range's own). It returns ErrInvalidRange unless start is before
+// end and some key lies between them.
+func NewRange(start, end Bound) (Range, error) {
 	if start.inf || start.Compare(end) >= 0 {
 		return Range{}, invalidRange("start is not before end")
 	}
@@ -202,12 +144,12 @@ func Point(k []byte) Range {
 
 // Inclusive returns [start, end]: both ends included.
 func Inclusive(start, end []byte) (Range, error) {
-	return NewRange(InclusiveKey(start), InclusiveKey(end))
+	return NewRange(BoundBefore(start), BoundAfter(end))
 }
 
 // HalfOpen returns [start, end).
 func HalfOpen(start, end []byte) (Range, error) {
-	return NewRange(InclusiveKey(start), ExclusiveKey(end))
+	return NewRange(BoundBefore(start), BoundBefore(end))
 }
 
 // All returns (−∞, +∞): every key.

@@ -32,7 +32,7 @@ var fuzzUniverse = func() [][]byte {
 }()
 
 // fuzzEndpoint reads an endpoint from two bytes: kind and key.
-func fuzzEndpoint(kind, key byte) Endpoint {
+func fuzzEndpoint(kind, key byte) writtenEnd {
 	n := int(key % 3)
 	k := make([]byte, n)
 	for i := range k {
@@ -40,30 +40,30 @@ func fuzzEndpoint(kind, key byte) Endpoint {
 	}
 	switch kind % 3 {
 	case 0:
-		return InclusiveKey(k)
+		return inclusiveEnd(k)
 	case 1:
-		return ExclusiveKey(k)
+		return exclusiveEnd(k)
 	}
-	return Infinite()
+	return openEnd()
 }
 
 // inModel is the brute-force reading of a range written by its endpoints:
 // does key u lie between start and end?
-func inModel(start, end Endpoint, u []byte) bool {
+func inModel(start, end writtenEnd, u []byte) bool {
 	switch start.Kind {
-	case EndpointInclusive:
+	case endInclusive:
 		if bytes.Compare(u, start.Key) < 0 {
 			return false
 		}
-	case EndpointExclusive:
+	case endExclusive:
 		if bytes.Compare(u, start.Key) <= 0 {
 			return false
 		}
 	}
 	switch end.Kind {
-	case EndpointInclusive:
+	case endInclusive:
 		return bytes.Compare(u, end.Key) <= 0
-	case EndpointExclusive:
+	case endExclusive:
 		return bytes.Compare(u, end.Key) < 0
 	}
 	return true
@@ -107,7 +107,7 @@ func FuzzBoundCompare(f *testing.F) {
 	f.Add(byte(2), byte(0), byte(2), byte(0), byte(1), byte(7), byte(0), byte(7), byte(254))
 	f.Add(byte(1), byte(4), byte(1), byte(7), byte(1), byte(2), byte(0), byte(2), byte(8))
 	f.Fuzz(func(t *testing.T, sk, s, ek, e, sk2, s2, ek2, e2, p byte) {
-		ends := [4]Endpoint{fuzzEndpoint(sk, s), fuzzEndpoint(ek, e), fuzzEndpoint(sk2, s2), fuzzEndpoint(ek2, e2)}
+		ends := [4]writtenEnd{fuzzEndpoint(sk, s), fuzzEndpoint(ek, e), fuzzEndpoint(sk2, s2), fuzzEndpoint(ek2, e2)}
 		var rs [2]Range
 		var sets [2][]bool
 		var ok [2]bool
@@ -121,9 +121,9 @@ func FuzzBoundCompare(f *testing.F) {
 					n++
 				}
 			}
-			r, err := NewRange(start, end)
+			r, err := rangeOf(start, end)
 			if (err == nil) != (n > 0) {
-				t.Fatalf("NewRange(%v, %v) = %v, %v; model has %d keys", start, end, r, err, n)
+				t.Fatalf("rangeOf(%v, %v) = %v, %v; model has %d keys", start, end, r, err, n)
 			}
 			if err != nil {
 				continue
@@ -198,10 +198,10 @@ func FuzzBoundCompare(f *testing.F) {
 		}
 		// BoundBefore/BoundAfter are the starts NewRange builds.
 		for _, k := range [][]byte{pe.Key, ends[0].Key} {
-			in, _ := NewRange(InclusiveKey(k), Infinite())
-			ex, _ := NewRange(ExclusiveKey(k), Infinite())
+			in, _ := rangeOf(inclusiveEnd(k), openEnd())
+			ex, _ := rangeOf(exclusiveEnd(k), openEnd())
 			if BoundBefore(k).Compare(in.Start()) != 0 || BoundAfter(k).Compare(ex.Start()) != 0 {
-				t.Fatalf("BoundBefore/BoundAfter(%q) disagree with NewRange", k)
+				t.Fatalf("BoundBefore/BoundAfter(%q) disagree with rangeOf", k)
 			}
 			if fmt.Sprint(BoundBefore(k)) != fmt.Sprint(in.Start()) {
 				t.Fatalf("BoundBefore(%q) = %+v is not canonical (%+v)", k, BoundBefore(k), in.Start())

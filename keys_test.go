@@ -9,9 +9,49 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func mustRange(t *testing.T, start, end Endpoint) Range {
+// writtenEnd is one end of a range as a test writes it: a key included or
+// excluded, or open (−∞ as a start, +∞ as an end). The tests read ranges
+// written so, by their own rules, and build them through NewRange's bounds.
+type writtenEnd struct {
+	Key  []byte
+	Kind endKind
+}
+
+type endKind uint8
+
+const (
+	endInclusive endKind = iota + 1
+	endExclusive
+	endOpen
+)
+
+func inclusiveEnd(k []byte) writtenEnd { return writtenEnd{Key: k, Kind: endInclusive} }
+func exclusiveEnd(k []byte) writtenEnd { return writtenEnd{Key: k, Kind: endExclusive} }
+func openEnd() writtenEnd              { return writtenEnd{Kind: endOpen} }
+
+// rangeOf builds the range between two written ends: an included start is
+// the position before its key, an excluded one the position after it, and
+// the other way round for an end.
+func rangeOf(start, end writtenEnd) (Range, error) {
+	s, e := NegInf(), PosInf()
+	switch start.Kind {
+	case endInclusive:
+		s = BoundBefore(start.Key)
+	case endExclusive:
+		s = BoundAfter(start.Key)
+	}
+	switch end.Kind {
+	case endInclusive:
+		e = BoundAfter(end.Key)
+	case endExclusive:
+		e = BoundBefore(end.Key)
+	}
+	return NewRange(s, e)
+}
+
+func mustRange(t *testing.T, start, end writtenEnd) Range {
 	t.Helper()
-	r, err := NewRange(start, end)
+	r, err := rangeOf(start, end)
 	require.NoError(t, err)
 	return r
 }
@@ -23,15 +63,15 @@ func TestRangeNormalization(t *testing.T) {
 		name string
 		a, b Range
 	}{
-		{"[k, k\\x00) is [k, k]", mustRange(t, InclusiveKey(k), ExclusiveKey(k0)), Point(k)},
-		{"(k, +inf) is [k\\x00, +inf)", mustRange(t, ExclusiveKey(k), Infinite()), mustRange(t, InclusiveKey(k0), Infinite())},
-		{"[-inf, x) is [\"\", x)", mustRange(t, Infinite(), ExclusiveKey([]byte("x"))), mustRange(t, InclusiveKey(nil), ExclusiveKey([]byte("x")))},
-		{"[a, b] is [a, b\\x00)", mustRange(t, InclusiveKey([]byte("a")), InclusiveKey([]byte("b"))), mustRange(t, InclusiveKey([]byte("a")), ExclusiveKey([]byte("b\x00")))},
-		{"Prefix(k) is [k, l)", Prefix(k), mustRange(t, InclusiveKey(k), ExclusiveKey([]byte("l")))},
+		{"[k, k\\x00) is [k, k]", mustRange(t, inclusiveEnd(k), exclusiveEnd(k0)), Point(k)},
+		{"(k, +inf) is [k\\x00, +inf)", mustRange(t, exclusiveEnd(k), openEnd()), mustRange(t, inclusiveEnd(k0), openEnd())},
+		{"[-inf, x) is [\"\", x)", mustRange(t, openEnd(), exclusiveEnd([]byte("x"))), mustRange(t, inclusiveEnd(nil), exclusiveEnd([]byte("x")))},
+		{"[a, b] is [a, b\\x00)", mustRange(t, inclusiveEnd([]byte("a")), inclusiveEnd([]byte("b"))), mustRange(t, inclusiveEnd([]byte("a")), exclusiveEnd([]byte("b\x00")))},
+		{"Prefix(k) is [k, l)", Prefix(k), mustRange(t, inclusiveEnd(k), exclusiveEnd([]byte("l")))},
 		{"Prefix(\"\") is All", Prefix(nil), All()},
-		{"Prefix(\\xff\\xff) is [\\xff\\xff, +inf)", Prefix([]byte{0xff, 0xff}), mustRange(t, InclusiveKey([]byte{0xff, 0xff}), Infinite())},
-		{"Prefix(a\\xff) is [a\\xff, b)", Prefix([]byte("a\xff")), mustRange(t, InclusiveKey([]byte("a\xff")), ExclusiveKey([]byte("b")))},
-		{"Point(k\\x00) is (k, k\\x00]", Point(k0), mustRange(t, ExclusiveKey(k), InclusiveKey(k0))},
+		{"Prefix(\\xff\\xff) is [\\xff\\xff, +inf)", Prefix([]byte{0xff, 0xff}), mustRange(t, inclusiveEnd([]byte{0xff, 0xff}), openEnd())},
+		{"Prefix(a\\xff) is [a\\xff, b)", Prefix([]byte("a\xff")), mustRange(t, inclusiveEnd([]byte("a\xff")), exclusiveEnd([]byte("b")))},
+		{"Point(k\\x00) is (k, k\\x00]", Point(k0), mustRange(t, exclusiveEnd(k), inclusiveEnd(k0))},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -46,24 +86,22 @@ func TestInvalidRanges(t *testing.T) {
 	k := []byte("k")
 	cases := []struct {
 		name       string
-		start, end Endpoint
+		start, end writtenEnd
 	}{
-		{"(k, k\\x00) covers no key", ExclusiveKey(k), ExclusiveKey([]byte("k\x00"))},
-		{"[k, k) is empty", InclusiveKey(k), ExclusiveKey(k)},
-		{"(k, k] is empty", ExclusiveKey(k), InclusiveKey(k)},
-		{"start after end", InclusiveKey([]byte("z")), InclusiveKey([]byte("a"))},
-		{"[-inf, \"\") is empty", Infinite(), ExclusiveKey(nil)},
-		{"unknown start kind", Endpoint{Key: k}, InclusiveKey(k)},
-		{"unknown end kind", InclusiveKey(k), Endpoint{Key: k, Kind: 9}},
+		{"(k, k\\x00) covers no key", exclusiveEnd(k), exclusiveEnd([]byte("k\x00"))},
+		{"[k, k) is empty", inclusiveEnd(k), exclusiveEnd(k)},
+		{"(k, k] is empty", exclusiveEnd(k), inclusiveEnd(k)},
+		{"start after end", inclusiveEnd([]byte("z")), inclusiveEnd([]byte("a"))},
+		{"[-inf, \"\") is empty", openEnd(), exclusiveEnd(nil)},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := NewRange(c.start, c.end)
+			_, err := rangeOf(c.start, c.end)
 			require.ErrorIs(t, err, ErrInvalidRange)
 		})
 	}
 	require.False(t, Range{}.Valid(), "the zero Range is invalid")
-	_, err := RangeFromBounds(PosInf(), PosInf())
+	_, err := NewRange(PosInf(), PosInf())
 	require.ErrorIs(t, err, ErrInvalidRange)
 }
 
@@ -85,7 +123,7 @@ func TestPointKey(t *testing.T) {
 func TestRangeString(t *testing.T) {
 	r1, _ := Inclusive([]byte("10"), []byte("20"))
 	r2, _ := HalfOpen([]byte("a"), []byte("b"))
-	r3, _ := NewRange(ExclusiveKey([]byte("a")), Infinite())
+	r3, _ := rangeOf(exclusiveEnd([]byte("a")), openEnd())
 	require.Equal(t, "[10, 20]", r1.String())
 	require.Equal(t, "[a, b)", r2.String())
 	require.Equal(t, "(a, +inf)", r3.String())
@@ -129,34 +167,34 @@ func keySet(r Range) []bool {
 	return s
 }
 
-func randEndpoint(rng *rand.Rand) Endpoint {
+func randEndpoint(rng *rand.Rand) writtenEnd {
 	k := universe[rng.IntN(len(universe))]
 	switch rng.IntN(5) {
 	case 0:
-		return Infinite()
+		return openEnd()
 	case 1, 2:
-		return InclusiveKey(k)
+		return inclusiveEnd(k)
 	}
-	return ExclusiveKey(k)
+	return exclusiveEnd(k)
 }
 
 // containsRef decides membership from the endpoints as written, without
 // normalization: the reference the canonical form must agree with.
-func containsRef(start, end Endpoint, k []byte) bool {
+func containsRef(start, end writtenEnd, k []byte) bool {
 	switch start.Kind {
-	case EndpointInclusive:
+	case endInclusive:
 		if bytes.Compare(k, start.Key) < 0 {
 			return false
 		}
-	case EndpointExclusive:
+	case endExclusive:
 		if bytes.Compare(k, start.Key) <= 0 {
 			return false
 		}
 	}
 	switch end.Kind {
-	case EndpointInclusive:
+	case endInclusive:
 		return bytes.Compare(k, end.Key) <= 0
-	case EndpointExclusive:
+	case endExclusive:
 		return bytes.Compare(k, end.Key) < 0
 	}
 	return true
@@ -171,7 +209,7 @@ func TestRangeAgainstKeySets(t *testing.T) {
 	var ranges []Range
 	for range 3000 {
 		s, e := randEndpoint(rng), randEndpoint(rng)
-		r, err := NewRange(s, e)
+		r, err := rangeOf(s, e)
 		any := false
 		for _, k := range probes {
 			if containsRef(s, e, k) {
@@ -208,7 +246,7 @@ func TestBoundCompareIsTotalOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var bs []Bound
 	for range 200 {
-		if r, err := NewRange(randEndpoint(rng), randEndpoint(rng)); err == nil {
+		if r, err := rangeOf(randEndpoint(rng), randEndpoint(rng)); err == nil {
 			bs = append(bs, r.Start(), r.End())
 		}
 	}

@@ -22,7 +22,9 @@ type WaitOptions struct {
 	LockTimeout time.Duration
 	// Detector finds deadlocks among waiters. Give several managers the
 	// same Detector to find cycles that cross them. Default: nil, no
-	// detection (deadlocks end by timeout).
+	// detection (deadlocks end by timeout). A detector that needs every
+	// wait to end by a timeout (one across processes) makes WaitForever
+	// invalid, here and in a Request.
 	Detector Detector
 	// Clock times waits. Default: SystemClock.
 	Clock Clock
@@ -41,8 +43,15 @@ func (o *WaitOptions) EnsureDefaults() {
 // Validate reports every problem at once. Zero fields are valid: they
 // mean the defaults that EnsureDefaults fills in.
 func (o *WaitOptions) Validate() error {
+	var problems []string
 	if o.LockTimeout < 0 && o.LockTimeout != NoWait {
-		return &OptionsError{Problems: []string{fmt.Sprintf("LockTimeout %v is negative (use NoWait or WaitForever)", o.LockTimeout)}}
+		problems = append(problems, fmt.Sprintf("LockTimeout %v is negative (use NoWait or WaitForever)", o.LockTimeout))
+	}
+	if o.LockTimeout == WaitForever && o.Detector != nil && o.Detector.Seam().FiniteWaits() {
+		problems = append(problems, fmt.Sprintf("LockTimeout WaitForever: detector %T needs every wait to end by a timeout", o.Detector))
+	}
+	if problems != nil {
+		return &OptionsError{Problems: problems}
 	}
 	return nil
 }

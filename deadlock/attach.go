@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+
+	"github.com/txnlock/txnlock/internal/detect"
 )
 
 // attachments are the managers attached to a detector: whom it asks how
@@ -51,10 +53,17 @@ func (as *attachments) remove(a *attachment) {
 	as.list.Store(&l)
 }
 
-// Attach connects a lock manager to the detector (txnlock.Detector); a
-// manager calls it when it is created with the detector in its
-// WaitOptions, and a user never needs to. A nil c counts no locks.
-func (d *Detector) Attach(c txnlock.LockCounter) txnlock.WaitGraph {
+// Seam connects the managers of this module to the detector
+// (txnlock.Detector); a manager calls it when it is created with the
+// detector in its WaitOptions, and a user never needs to.
+func (d *Detector) Seam() detect.Detector { return (*seamOf)(d) }
+
+// seamOf is the detector as its managers see it (detect.Detector).
+type seamOf Detector
+
+// Attach connects a manager; a nil c counts no locks.
+func (s *seamOf) Attach(c detect.LockCounter) detect.Graph {
+	d := (*Detector)(s)
 	a := &attachment{d: d, c: c}
 	if c != nil {
 		d.att.add(a)
@@ -62,26 +71,30 @@ func (d *Detector) Attach(c txnlock.LockCounter) txnlock.WaitGraph {
 	return a
 }
 
-// attachment is one manager's seam to the detector (txnlock.WaitGraph).
+// FiniteWaits is false: the detector sees every wait of its managers, so
+// a wait without a timeout ends when its cycle is found.
+func (s *seamOf) FiniteWaits() bool { return false }
+
+// attachment is one manager's seam to the detector (detect.Graph).
 type attachment struct {
 	d *Detector
-	c txnlock.LockCounter
+	c detect.LockCounter
 }
 
-var _ txnlock.WaitGraph = (*attachment)(nil)
+var _ detect.Graph = (*attachment)(nil)
 
 // Block records e's wait and reports whether it needs a Check
 // (Detector.block).
-func (a *attachment) Block(e txnlock.WaitEdge) bool { return a.d.block(e) }
+func (a *attachment) Block(e detect.Edge) bool { return a.d.block(e) }
 
 // Unblock forgets w's wait (Detector.unblock).
-func (a *attachment) Unblock(w txnlock.Waiter) { a.d.unblock(w) }
+func (a *attachment) Unblock(w detect.Waiter) { a.d.unblock(w) }
 
 // Check searches for a cycle through w's wait (Detector.check).
-func (a *attachment) Check(w txnlock.Waiter) error { return a.d.check(w, w.Txn()) }
+func (a *attachment) Check(w detect.Waiter) error { return a.d.check(w, w.Txn()) }
 
 // Recheck searches for a cycle through w's wait (Detector.check).
-func (a *attachment) Recheck(w txnlock.Waiter, txn txnlock.TxnID) { a.d.check(w, txn) }
+func (a *attachment) Recheck(w detect.Waiter, txn txnlock.TxnID) { a.d.check(w, txn) }
 
 // Passed searches from txn's waits, if it waits (Detector.passed).
 func (a *attachment) Passed(txn txnlock.TxnID) { a.d.passed(txn) }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+
+	"github.com/txnlock/txnlock/internal/detect"
 	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/pointlock"
 )
@@ -318,7 +320,7 @@ func BenchmarkWaitLifecycle(b *testing.B) {
 				d.block(ws[i].edge())
 			}
 			next := txnlock.TxnID(10 + len(ws))
-			var edge txnlock.WaitEdge
+			var edge detect.Edge
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {

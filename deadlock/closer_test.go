@@ -9,44 +9,45 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/detect"
 	"github.com/txnlock/txnlock/pointlock"
 )
 
-// lateReports wraps a Detector and holds back the report (Block) of one
-// transaction's wait until the closing transaction's own report, and its
-// search if it runs one, are done: a descheduled goroutine, made certain.
+// lateReports holds back the report (Block) of one transaction's wait
+// until the closing transaction's own report, and its search if it runs
+// one, are done: a descheduled goroutine, made certain.
 type lateReports struct {
-	*Detector
 	late, closer txnlock.TxnID
 	release      chan struct{}
 	once         sync.Once
 }
 
-func (d *lateReports) Attach(c txnlock.LockCounter) txnlock.WaitGraph {
-	return lateGraph{d.Detector.Attach(c), d}
+// wrap returns det with its attachments passed through d.
+func (d *lateReports) wrap(det *Detector) txnlock.Detector {
+	return detect.Wrap(det, func(g detect.Graph) detect.Graph { return lateGraph{g, d} })
 }
 
 // lateGraph is a manager's attachment through lateReports.
 type lateGraph struct {
-	txnlock.WaitGraph
+	detect.Graph
 	d *lateReports
 }
 
-func (g lateGraph) Block(e txnlock.WaitEdge) bool {
+func (g lateGraph) Block(e detect.Edge) bool {
 	d := g.d
 	if e.Waiter.Txn() == d.late {
 		<-d.release
 	}
-	needsCheck := g.WaitGraph.Block(e)
+	needsCheck := g.Graph.Block(e)
 	if e.Waiter.Txn() == d.closer && !needsCheck {
 		d.once.Do(func() { close(d.release) })
 	}
 	return needsCheck
 }
 
-func (g lateGraph) Check(w txnlock.Waiter) error {
+func (g lateGraph) Check(w detect.Waiter) error {
 	d := g.d
-	err := g.WaitGraph.Check(w)
+	err := g.Graph.Check(w)
 	if w.Txn() == d.closer {
 		d.once.Do(func() { close(d.release) })
 	}
@@ -128,7 +129,8 @@ func TestRequesterIsTheCloser(t *testing.T) {
 		for range 20 {
 			det, err := New(Options{})
 			require.NoError(t, err)
-			check(t, threeCycle(t, &lateReports{Detector: det, late: 1, closer: 3, release: make(chan struct{})}))
+			late := &lateReports{late: 1, closer: 3, release: make(chan struct{})}
+			check(t, threeCycle(t, late.wrap(det)))
 			require.NoError(t, det.Close())
 		}
 	})

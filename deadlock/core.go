@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/txnlock/txnlock"
+
+	"github.com/txnlock/txnlock/internal/detect"
 )
 
 // Stats are the detector's counters since it was created.
@@ -46,7 +48,7 @@ type core struct {
 	stats   Stats
 	stack   []frame // reused by every search
 	rootBuf [1]*edge
-	roots   []txnlock.Waiter // reused by every search's roots
+	roots   []detect.Waiter // reused by every search's roots
 }
 
 // search is the on-block searches one event asks for, in progress: from
@@ -56,7 +58,7 @@ type core struct {
 // still reported: the waits may end, and be recycled, meanwhile.
 type search struct {
 	txn   txnlock.TxnID
-	roots []txnlock.Waiter // the first is being searched from
+	roots []detect.Waiter // the first is being searched from
 	// unconfirmed counts the cycles through roots[0] that confirmation
 	// refuted (graph.cut), fresh that a victim stopped waiting since the
 	// view was read.
@@ -96,7 +98,7 @@ func (c *core) limits() limits {
 // Check, or a Recheck), or with w nil from each wait of txn, which became
 // a holder that others wait for, or gained blockers, while it waits (two
 // Lock calls in flight): design.go's "When a cycle closes".
-func (c *core) start(txn txnlock.TxnID, w txnlock.Waiter) search {
+func (c *core) start(txn txnlock.TxnID, w detect.Waiter) search {
 	clear(c.roots) // drop the last search's references
 	c.roots = c.roots[:0]
 	if w != nil {

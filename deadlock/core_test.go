@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/ddtest"
+	"github.com/txnlock/txnlock/internal/detect"
 	"github.com/txnlock/txnlock/internal/manualclock"
 )
 
@@ -62,7 +63,7 @@ type traceSource struct {
 	stamp uint64
 }
 
-// traceWait is one wait: a txnlock.Waiter that answers from its lock's
+// traceWait is one wait: a detect.Waiter that answers from its lock's
 // blockers, or from the exact list a waitsfor command set.
 type traceWait struct {
 	wait
@@ -149,7 +150,7 @@ func (s *traceSource) fail(v wait) bool {
 }
 
 // of names the waiter of a wait the core returned.
-func (s *traceSource) of(w txnlock.Waiter) string { return w.(*traceWait).name }
+func (s *traceSource) of(w detect.Waiter) string { return w.(*traceWait).name }
 
 func (tr *coreTrace) reset(opts Options) {
 	tr.clock = manualclock.New()

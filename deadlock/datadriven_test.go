@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/ddtest"
+	"github.com/txnlock/txnlock/internal/detect"
 	"github.com/txnlock/txnlock/internal/manualclock"
 )
 
@@ -70,7 +71,7 @@ type fakeLock struct {
 	blockers []txnlock.TxnID
 }
 
-// fakeWaiter is a txnlock.Waiter queued on a fakeLock, which remembers the
+// fakeWaiter is a detect.Waiter queued on a fakeLock, which remembers the
 // error it was failed with. Scenario tests are single-goroutine.
 type fakeWaiter struct {
 	s        *scenario
@@ -86,10 +87,10 @@ type fakeWaiter struct {
 	since    time.Time
 }
 
-// Requested answers what block was given (txnlock.Waiter).
+// Requested answers what block was given (detect.Waiter).
 func (w *fakeWaiter) Requested() (txnlock.LockRef, time.Time) { return w.ref, w.since }
 
-// Regranted is always true: Block asks the waiter (txnlock.Waiter).
+// Regranted is always true: Block asks the waiter (detect.Waiter).
 func (w *fakeWaiter) Regranted() bool { return true }
 
 // Active says whether the waiter still waits, as lockwait.Waiter does.
@@ -170,7 +171,7 @@ func (s *scenario) reset(opts Options) {
 	s.order = nil
 	s.lastErr = nil
 	s.held = heldLocks{}
-	d.Attach(s.held)
+	d.Seam().Attach(s.held)
 }
 
 func (c *steppingClock) tickOr0() time.Duration {
@@ -402,7 +403,7 @@ func (s *scenario) block(name string, txn txnlock.TxnID, res, key, mode string, 
 		s.order = append(s.order, name)
 	}
 	s.waiters[name] = w
-	needsCheck := s.d.block(txnlock.WaitEdge{Waiter: w, Stamp: stamp, MaySkip: maySkip})
+	needsCheck := s.d.block(detect.Edge{Waiter: w, Stamp: stamp, MaySkip: maySkip})
 	return w, needsCheck
 }
 

@@ -7,10 +7,10 @@
 // A waiter's own goroutine reports its wait (Block), with the holders it
 // was queued behind, and takes it back (Unblock) when the wait ends; in
 // between, a search that reaches the waiting transaction asks the waiter
-// whom it waits for (txnlock.Waiter.Blockers), and its manager answers
+// whom it waits for (detect.Waiter.Blockers), and its manager answers
 // from its live lock table under its own latch. Block asks too, but only
 // if the lock was granted since the wait was queued
-// (txnlock.Waiter.Regranted): a grant can hand the lock to a transaction
+// (detect.Waiter.Regranted): a grant can hand the lock to a transaction
 // that has already reported a wait of its own, and one of the two Blocks
 // must see the other. The reported waits are
 // kept in a table of slots hashed by transaction, each with its own small
@@ -49,7 +49,7 @@
 // where the waiter truly waits for a request ahead of it, and a search
 // reads the lock tables one latch at a time while they change. So a cycle
 // a search finds is a candidate: each edge is read again, exactly
-// (txnlock.Waiter.WaitsFor: whom the wait waits for directly, as its lock
+// (detect.Waiter.WaitsFor: whom the wait waits for directly, as its lock
 // will stand once the waits that already ended have left it), following
 // the requests in between through their own waits, and every member must
 // still wait after the last edge was read. The confirmed cycle, with those
@@ -84,7 +84,7 @@
 //     will stand), so the search that found the contracted cycle
 //     confirmed it. Where an answer named the leaving request (a range
 //     manager's nearest requests), the waiter has new edges, and the
-//     manager asks for a search from it (txnlock.WaitGraph.Recheck) once
+//     manager asks for a search from it (detect.Graph.Recheck) once
 //     the request is unlinked: a victim chosen for one cycle may leave
 //     another standing behind it;
 //
@@ -108,7 +108,7 @@
 // lone and its transaction T holds no lock in any manager attached
 // (LocksHeld, asked once the wait is recorded). Lone means: no other wait
 // of T is reported, the request was queued behind every request queued
-// before it (WaitEdge.MaySkip unset: no upgrade, no request of a holder),
+// before it (detect.Edge.MaySkip unset: no upgrade, no request of a holder),
 // and no wait has been stamped after it, so no request stands behind it
 // yet. Whatever comes to wait for T later is one of the events above: a
 // wait queued behind T's request, or for a lock T gains, reports after
@@ -123,7 +123,7 @@
 //
 // # Which request closed a cycle
 //
-// Every wait carries a stamp (txnlock.WaitGraph.Stamp) that its manager
+// Every wait carries a stamp (detect.Graph.Stamp) that its manager
 // takes inside the critical section that queues it, so stamps order waits
 // as the managers queued them. The request that closed a cycle is, in
 // terms a caller can observe, the member whose Lock call began waiting
@@ -173,7 +173,7 @@
 // the woken transaction may already be running, even releasing what it
 // held, and a fast grant may even come before the waiter's Block. A
 // search does not follow a wait whose waiter says it no longer waits
-// (txnlock.Waiter.Active), Block does not record one, a manager answers
+// (detect.Waiter.Active), Block does not record one, a manager answers
 // that such a wait waits no more, and every member of a cycle is checked
 // again just before it is broken, so a transaction that is running again
 // is never reported as deadlocked.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+
+	"github.com/txnlock/txnlock/internal/detect"
 )
 
 // maxCyclesPerPass bounds the cycles one background pass breaks before it
@@ -107,7 +109,7 @@ func newDetector(opts Options, goroutine bool) (*Detector, error) {
 func (d *Detector) Options() Options { return d.opts }
 
 // block records e's wait, and reports whether it needs a Check
-// (txnlock.WaitGraph.Block): whether a transaction that blocks the wait's lock
+// (detect.Graph.Block): whether a transaction that blocks the wait's lock
 // now is itself waiting. Those are e.Blockers, whom the wait was queued
 // behind, unless the lock was granted since (Waiter.Regranted): then it
 // asks (Waiter.Blockers), and whether anyone may wait for the wait's
@@ -123,7 +125,7 @@ func (d *Detector) Options() Options { return d.opts }
 // granted a moment ago, which the probe forgets), and a question to the
 // manager if the lock changed hands meanwhile; its Unblock takes a mutex
 // only if no probe forgot the wait first.
-func (d *Detector) block(e txnlock.WaitEdge) bool {
+func (d *Detector) block(e detect.Edge) bool {
 	if d.opts.Detection == Off || e.Waiter == nil {
 		return false
 	}
@@ -173,7 +175,7 @@ func (d *Detector) block(e txnlock.WaitEdge) bool {
 // sees it), its transaction holds no lock and has no other wait reported
 // (markLone, which marks the wait, so that a later wait of the
 // transaction searches from it).
-func (d *Detector) lone(e txnlock.WaitEdge) bool {
+func (d *Detector) lone(e detect.Edge) bool {
 	if e.Stamp == 0 || e.MaySkip || d.stamps.Load() != e.Stamp {
 		return false
 	}
@@ -181,13 +183,13 @@ func (d *Detector) lone(e txnlock.WaitEdge) bool {
 	return d.att.locksHeld(txn) == 0 && d.reg.markLone(e.Waiter, txn)
 }
 
-// unblock forgets w's wait (txnlock.WaitGraph.Unblock). If w's transaction has
+// unblock forgets w's wait (detect.Graph.Unblock). If w's transaction has
 // another wait in flight, the wait that just ended may have been granted,
 // making the transaction a holder that others wait for: a cycle through
 // its other wait may have closed without a new wait, so Unblock searches
 // from it, whether w's wait was still recorded or not (a probe forgot it,
 // or it was granted before its Block).
-func (d *Detector) unblock(w txnlock.Waiter) {
+func (d *Detector) unblock(w detect.Waiter) {
 	if d.opts.Detection == Off {
 		return
 	}
@@ -197,7 +199,7 @@ func (d *Detector) unblock(w txnlock.Waiter) {
 }
 
 // passed searches from txn's waits, if it has any, after a request of
-// txn was granted at once past queued requests (txnlock.WaitGraph.Passed):
+// txn was granted at once past queued requests (detect.Graph.Passed):
 // if txn waits elsewhere, those requests' new edges to it may close a
 // cycle.
 func (d *Detector) passed(txn txnlock.TxnID) {
@@ -220,8 +222,8 @@ func (d *Detector) checkWaitsOf(txn txnlock.TxnID) {
 // check searches for a cycle through w's wait, a wait of txn (OnBlock),
 // or wakes the background pass (Background). It returns the
 // *txnlock.DeadlockError if w must give up; other victims are failed here
-// (txnlock.WaitGraph.Check).
-func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
+// (detect.Graph.Check).
+func (d *Detector) check(w detect.Waiter, txn txnlock.TxnID) error {
 	return d.checkFrom(txn, w)
 }
 
@@ -230,7 +232,7 @@ func (d *Detector) check(w txnlock.Waiter, txn txnlock.TxnID) error {
 // verdicts: each victim is failed under mu, so that no other search
 // breaks the same cycle again. It returns the error of w's wait if w is a
 // victim. With Background detection it wakes the background pass instead.
-func (d *Detector) checkFrom(txn txnlock.TxnID, w txnlock.Waiter) error {
+func (d *Detector) checkFrom(txn txnlock.TxnID, w detect.Waiter) error {
 	switch d.opts.Detection {
 	case Off:
 		return nil

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+
+	"github.com/txnlock/txnlock/internal/detect"
 )
 
 // wait is one reported wait, as the registry keeps it: no more than a
@@ -13,9 +15,9 @@ import (
 // when, and the locks its transaction holds are asked of the waiter when
 // it is in a cycle (source.describe).
 type wait struct {
-	waiter txnlock.Waiter
+	waiter detect.Waiter
 	txn    txnlock.TxnID
-	// seq is the wait's stamp (WaitEdge.Stamp, or one the detector took):
+	// seq is the wait's stamp (detect.Edge.Stamp, or one the detector took):
 	// the newest wait of a cycle is the one that closed it.
 	seq uint64
 	// lone: the wait's Block left it unsearched, as nobody could wait for
@@ -24,7 +26,7 @@ type wait struct {
 	lone bool
 }
 
-// active reports whether the wait may still be real (txnlock.Waiter.Active):
+// active reports whether the wait may still be real (detect.Waiter.Active):
 // a granted waiter's goroutine Unblocks it a moment after the grant, and
 // no search follows it meanwhile.
 func (w *wait) active() bool { return w.waiter.Active() }
@@ -66,7 +68,7 @@ type source interface {
 	waits(txn txnlock.TxnID, exact bool, fn func(w *wait, who []txnlock.TxnID))
 	// describe asks e's wait, if it is still reported, what it requests
 	// and since when (Waiter.Requested), and the managers attached how
-	// many locks its transaction holds (txnlock.LockCounter), into e.
+	// many locks its transaction holds (detect.LockCounter), into e.
 	describe(e *edge)
 }
 
@@ -95,7 +97,7 @@ type graph struct {
 
 // cutEdge is the edge from the wait of waiter with stamp seq to to.
 type cutEdge struct {
-	waiter txnlock.Waiter
+	waiter detect.Waiter
 	seq    uint64
 	to     txnlock.TxnID
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+
 	"github.com/txnlock/txnlock/internal/optcheck"
 )
 
@@ -85,7 +86,7 @@ const (
 	VictimYoungest
 	// VictimFewestLocks fails the transaction that held the fewest locks
 	// when the deadlock was found, in every manager attached to the
-	// detector (txnlock.LockCounter), then the youngest.
+	// detector (detect.LockCounter), then the youngest.
 	VictimFewestLocks
 	// VictimPriority fails the transaction with the lowest
 	// Options.Priority, then the one that closed the cycle.

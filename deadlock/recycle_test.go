@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/detect"
 	"github.com/txnlock/txnlock/internal/manualclock"
 )
 
@@ -42,7 +43,7 @@ func (w *recyclableWaiter) WaitsFor(dst []txnlock.TxnID) ([]txnlock.TxnID, bool)
 	return w.testWaiter.WaitsFor(dst)
 }
 
-func (w *recyclableWaiter) edge() txnlock.WaitEdge {
+func (w *recyclableWaiter) edge() detect.Edge {
 	e := w.testWaiter.edge()
 	e.Waiter = w
 	return e
@@ -151,8 +152,8 @@ func TestVictimFailedUnderMutex(t *testing.T) {
 			defer d.Close()
 			old := &lockCheckingWaiter{testWaiter: newTestWaiter(1, 2), t: t, d: d}
 			young := &lockCheckingWaiter{testWaiter: newTestWaiter(2, 1), t: t, d: d}
-			d.block(txnlock.WaitEdge{Waiter: young})
-			require.True(t, d.block(txnlock.WaitEdge{Waiter: old}))
+			d.block(detect.Edge{Waiter: young})
+			require.True(t, d.block(detect.Edge{Waiter: old}))
 			if tc.det == Background {
 				require.NoError(t, d.check(old, old.Txn()))
 				d.backgroundPass()

@@ -6,6 +6,8 @@ import (
 	"unsafe"
 
 	"github.com/txnlock/txnlock"
+
+	"github.com/txnlock/txnlock/internal/detect"
 )
 
 // registry holds the reported waits, in slots hashed by transaction, each
@@ -105,7 +107,7 @@ func (s *regSlot) deleteLocked(i int) {
 // add reports waiter w of txn with stamp seq. A second report of the
 // same waiter replaces the first. It reports whether another active wait
 // of txn was left unsearched as lone (markLone).
-func (r *registry) add(w txnlock.Waiter, txn txnlock.TxnID, seq uint64) (lonesBefore bool) {
+func (r *registry) add(w detect.Waiter, txn txnlock.TxnID, seq uint64) (lonesBefore bool) {
 	s := r.slot(txn)
 	s.mu.Lock()
 	for i := range s.lenLocked() {
@@ -126,7 +128,7 @@ func (r *registry) add(w txnlock.Waiter, txn txnlock.TxnID, seq uint64) (lonesBe
 // (Detector.block), unless txn has another active wait reported by now,
 // or w's wait is not recorded: it reports whether it marked it. A later
 // add of txn's sees the mark, or markLone sees that wait.
-func (r *registry) markLone(w txnlock.Waiter, txn txnlock.TxnID) bool {
+func (r *registry) markLone(w detect.Waiter, txn txnlock.TxnID) bool {
 	s := r.slot(txn)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -150,7 +152,7 @@ func (r *registry) markLone(w txnlock.Waiter, txn txnlock.TxnID) bool {
 // has another active wait (a second Lock call in flight), whether or not
 // a probe forgot w's wait first. An empty slot is read without its mutex:
 // w's wait was forgotten already, or never recorded.
-func (r *registry) remove(w txnlock.Waiter) (others bool) {
+func (r *registry) remove(w detect.Waiter) (others bool) {
 	txn := w.Txn()
 	s := r.slot(txn)
 	if s.n.Load() == 0 {
@@ -238,7 +240,7 @@ func (l *liveSource) waits(txn txnlock.TxnID, exact bool, fn func(w *wait, who [
 // fail fails the wait of txn made by w with stamp seq, if it is still
 // reported and active, and reports whether it did. The slot's mutex keeps
 // w from being recycled meanwhile.
-func (r *registry) fail(txn txnlock.TxnID, w txnlock.Waiter, seq uint64, err error) bool {
+func (r *registry) fail(txn txnlock.TxnID, w detect.Waiter, seq uint64, err error) bool {
 	s := r.slot(txn)
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -13,9 +13,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/detect"
 )
 
-// testWaiter is a txnlock.Waiter whose answers a test sets, and may change
+// testWaiter is a detect.Waiter whose answers a test sets, and may change
 // at any moment: Blockers answers blockers, read when asked; WaitsFor
 // answers waitsFor once a test set it (setWaitsFor), else the blockers
 // without the waiter's own transaction. Once its wait ended (end, or Fail)
@@ -41,17 +42,17 @@ type testWaiter struct {
 }
 
 // Regranted is true unless queued is set: a test waiter notes no
-// blockers when it is queued, so Block asks it (txnlock.Waiter).
+// blockers when it is queued, so Block asks it (detect.Waiter).
 func (w *testWaiter) Regranted() bool { return w.queued == nil }
 
-// heldLocks is a txnlock.LockCounter: how many locks each transaction
+// heldLocks is a detect.LockCounter: how many locks each transaction
 // holds in a test's manager.
 type heldLocks map[txnlock.TxnID]int
 
 func (h heldLocks) LocksHeld(txn txnlock.TxnID) int { return h[txn] }
 
 // Requested is the zero LockRef and time: a test waiter's reports name
-// transactions only (txnlock.Waiter).
+// transactions only (detect.Waiter).
 func (w *testWaiter) Requested() (txnlock.LockRef, time.Time) { return txnlock.LockRef{}, time.Time{} }
 
 func newTestWaiter(txn txnlock.TxnID, blockers ...txnlock.TxnID) *testWaiter {
@@ -96,8 +97,8 @@ func (w *testWaiter) setWaitsFor(b ...txnlock.TxnID) {
 }
 
 // edge returns the waiter's WaitEdge.
-func (w *testWaiter) edge() txnlock.WaitEdge {
-	return txnlock.WaitEdge{Waiter: w, Blockers: w.queued}
+func (w *testWaiter) edge() detect.Edge {
+	return detect.Edge{Waiter: w, Blockers: w.queued}
 }
 
 func (w *testWaiter) Blockers(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/detect"
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/internal/manualclock"
@@ -296,7 +297,7 @@ func runTruth(cfg truthConfig) (err error) {
 		tabs:  make([]locktable.Table, cfg.cfs),
 		byTxn: map[txnlock.TxnID]*truthSlot{},
 	}
-	det.Attach(s)
+	det.Seam().Attach(s)
 	det.testingOnBreak = func(de *txnlock.DeadlockError) {
 		// Under det.mu, on this goroutine, inside Check: keep a copy.
 		c := *de
@@ -498,7 +499,7 @@ func (s *truthSched) request(sl *truthSlot, cf, key int, mode txnlock.Mode) erro
 	// The waiter's goroutine (lockwait.Waiter.report).
 	s.broken = s.broken[:0]
 	deadlocks := s.coreStats().Deadlocks
-	edge := txnlock.WaitEdge{Waiter: w, Stamp: w.Stamp, Blockers: w.Blocked}
+	edge := detect.Edge{Waiter: w, Stamp: w.Stamp, Blockers: w.Blocked}
 	tw.inDet = true
 	if s.det.block(edge) && s.cfg.mutation != mutNoCheck {
 		if err := s.det.check(w, w.Txn()); err != nil && s.cfg.mutation != mutNoFail {
@@ -673,7 +674,7 @@ func (s *truthSched) Blockers(w *lockwait.Waiter, dst []txnlock.TxnID) ([]txnloc
 	return append(dst, s.blockersOf(w.Ext.(*locktable.Lock), w)...), true
 }
 
-// LocksHeld answers the detector for the manager (txnlock.LockCounter).
+// LocksHeld answers the detector for the manager (detect.LockCounter).
 func (s *truthSched) LocksHeld(txn txnlock.TxnID) int {
 	if ts := s.byTxn[txn]; ts != nil {
 		return ts.holds.Len()

@@ -216,22 +216,20 @@ func parseRange(t *testing.T, s string) txnlock.Range {
 		}
 		return txnlock.Point(parseKey(t, a))
 	}
-	var start, end txnlock.Endpoint
+	start, end := txnlock.NegInf(), txnlock.PosInf()
 	switch {
 	case a == "-inf":
-		start = txnlock.Infinite()
 	case open == '[':
-		start = txnlock.InclusiveKey(parseKey(t, a))
+		start = txnlock.BoundBefore(parseKey(t, a))
 	default:
-		start = txnlock.ExclusiveKey(parseKey(t, a))
+		start = txnlock.BoundAfter(parseKey(t, a))
 	}
 	switch {
 	case b == "+inf":
-		end = txnlock.Infinite()
 	case close == ']':
-		end = txnlock.InclusiveKey(parseKey(t, b))
+		end = txnlock.BoundAfter(parseKey(t, b))
 	default:
-		end = txnlock.ExclusiveKey(parseKey(t, b))
+		end = txnlock.BoundBefore(parseKey(t, b))
 	}
 	r, err := txnlock.NewRange(start, end)
 	if err != nil {

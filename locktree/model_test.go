@@ -41,14 +41,16 @@ type universe struct {
 
 func newUniverse() *universe {
 	u := &universe{}
-	var ends []txnlock.Endpoint
+	// Every position next to a test key, as either end; NegInf and PosInf
+	// as the open start and end.
+	starts, ends := []txnlock.Bound{txnlock.NegInf()}, []txnlock.Bound{txnlock.PosInf()}
 	for _, k := range testKeys {
-		ends = append(ends, txnlock.InclusiveKey(k), txnlock.ExclusiveKey(k))
+		starts = append(starts, txnlock.BoundBefore(k), txnlock.BoundAfter(k))
+		ends = append(ends, txnlock.BoundBefore(k), txnlock.BoundAfter(k))
 		u.points = append(u.points, txnlock.Point(k))
 		u.prefixes = append(u.prefixes, txnlock.Prefix(k))
 	}
-	ends = append(ends, txnlock.Infinite())
-	for _, s := range ends {
+	for _, s := range starts {
 		for _, e := range ends {
 			if r, err := txnlock.NewRange(s, e); err == nil {
 				u.pool = append(u.pool, r)
@@ -81,7 +83,7 @@ func (u *universe) cells(r txnlock.Range) (int, int) { return u.cut(r.Start()), 
 
 // span returns the range of cells [i, j).
 func (u *universe) span(i, j int) txnlock.Range {
-	r, err := txnlock.RangeFromBounds(u.cuts[i], u.cuts[j])
+	r, err := txnlock.NewRange(u.cuts[i], u.cuts[j])
 	if err != nil {
 		panic(err)
 	}

@@ -89,7 +89,7 @@ func rangeOf(start, end pos) txnlock.Range {
 	if !end.inf && end.key != start.key {
 		eb = []byte(end.key)
 	}
-	r, err := txnlock.RangeFromBounds(start.bound(sb), end.bound(eb))
+	r, err := txnlock.NewRange(start.bound(sb), end.bound(eb))
 	if err != nil {
 		panic("locktree: internal error: empty segment " + err.Error())
 	}

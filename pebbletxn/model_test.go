@@ -52,15 +52,17 @@ func FuzzTxnModel(f *testing.F) {
 			}
 			return v
 		}
-		endpoint := func(b byte) txnlock.Endpoint {
+		// bound reads one end of a range from b: before or after a key,
+		// or open.
+		bound := func(b byte, open txnlock.Bound) txnlock.Bound {
 			k := []byte(modelKeys[int(b>>2)%len(modelKeys)])
 			switch b & 3 {
 			case 0:
-				return txnlock.InclusiveKey(k)
+				return txnlock.BoundBefore(k)
 			case 1:
-				return txnlock.ExclusiveKey(k)
+				return txnlock.BoundAfter(k)
 			}
-			return txnlock.Infinite()
+			return open
 		}
 		for n := 0; len(ops) > 0; n++ {
 			op, c := next(), int(next()%2)
@@ -80,7 +82,7 @@ func FuzzTxnModel(f *testing.F) {
 				require.Equal(t, ok, found, "get %q", key)
 				require.Equal(t, want, string(v))
 			case 4: // scan
-				r, err := txnlock.NewRange(endpoint(next()), endpoint(next()))
+				r, err := txnlock.NewRange(bound(next(), txnlock.NegInf()), bound(next(), txnlock.PosInf()))
 				if err != nil {
 					continue
 				}

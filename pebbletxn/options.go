@@ -51,7 +51,7 @@ func (o *Options) Validate() error {
 	if o.Manager == nil {
 		p.Addf("Manager is nil")
 	}
-	if _, err := optcheck.ResolveTimeout(o.LockTimeout, 0); err != nil {
+	if _, err := optcheck.ResolveTimeout(o.LockTimeout, 0, false); err != nil {
 		p.Addf("LockTimeout %v is negative (use txnlock.NoWait or txnlock.WaitForever)", o.LockTimeout)
 	}
 	return p.Err()
@@ -103,7 +103,7 @@ type TxnOptions struct {
 // Validate reports every problem with o.
 func (o *TxnOptions) Validate() error {
 	var p optcheck.Problems
-	if _, err := optcheck.ResolveTimeout(o.LockTimeout, 0); err != nil {
+	if _, err := optcheck.ResolveTimeout(o.LockTimeout, 0, false); err != nil {
 		p.Addf("LockTimeout %v is negative (use txnlock.NoWait or txnlock.WaitForever)", o.LockTimeout)
 	}
 	if o.Durability > NoSyncDurability {

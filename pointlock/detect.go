@@ -2,6 +2,7 @@ package pointlock
 
 import (
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/detect"
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 )
@@ -20,7 +21,7 @@ var _ lockwait.Source = (*stripe)(nil)
 // locks a transaction holds, for reports and the fewest-locks policy.
 type lockCounter struct{ m *Manager }
 
-var _ txnlock.LockCounter = lockCounter{}
+var _ detect.LockCounter = lockCounter{}
 
 // LocksHeld is how many locks txn holds in the manager.
 func (c lockCounter) LocksHeld(txn txnlock.TxnID) int { return c.m.txns.Count(txn) }

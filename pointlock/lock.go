@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/internal/optcheck"
@@ -58,7 +59,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 		}
 		// A holder's request (an upgrade) granted past the queue makes
 		// its waiters wait for req.Txn, which may wait elsewhere
-		// (txnlock.WaitGraph.Passed).
+		// (detect.Graph.Passed).
 		passed := m.det != nil && d == locktable.GrantPast
 		m.txns.Grant(l, req.Txn, req.Mode, st.cfIdx)
 		st.c.Acquired++
@@ -114,8 +115,8 @@ func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request) (key []by
 	if key, err = pointKey(&req.Range); err != nil {
 		return nil, nil, 0, err
 	}
-	if timeout = req.Timeout; timeout <= 0 {
-		if timeout, err = optcheck.ResolveTimeout(timeout, m.opts.LockTimeout); err != nil {
+	if timeout = req.Timeout; timeout <= 0 || timeout == txnlock.WaitForever {
+		if timeout, err = optcheck.ResolveTimeout(timeout, m.opts.LockTimeout, m.finiteWaits); err != nil {
 			return nil, nil, 0, err
 		}
 	}

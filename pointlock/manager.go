@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+
+	"github.com/txnlock/txnlock/internal/detect"
 	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/shell"
@@ -15,12 +17,14 @@ import (
 // keys, per column family, with FIFO waiting. It implements txnlock.Manager
 // and is safe for concurrent use.
 type Manager struct {
-	opts     Options
-	det      txnlock.WaitGraph // attached to Options.Detector; nil: no deadlock detection
-	clock    txnlock.Clock
-	kh       keytable.Hash
-	hashMask uint64 // ^0; tests narrow it to force hash collisions
-	maxLocks int64
+	opts Options
+	det  detect.Graph // attached to Options.Detector; nil: no deadlock detection
+	// finiteWaits: the detector needs every wait to end by a timeout.
+	finiteWaits bool
+	clock       txnlock.Clock
+	kh          keytable.Hash
+	hashMask    uint64 // ^0; tests narrow it to force hash collisions
+	maxLocks    int64
 
 	cfs  shell.Families[lockMap] // the column families
 	txns shell.Records           // what each transaction holds
@@ -51,7 +55,9 @@ func New(opts Options) (*Manager, error) {
 	}
 	m.cfs.Init(func(idx uint16) *lockMap { return newLockMap(m, txnlock.DefaultColumnFamily, idx, opts.Stripes) })
 	if opts.Detector != nil {
-		m.det = opts.Detector.Attach(lockCounter{m})
+		d := opts.Detector.Seam()
+		m.det = d.Attach(lockCounter{m})
+		m.finiteWaits = d.FiniteWaits()
 	}
 	return m, nil
 }

@@ -235,7 +235,7 @@ func BenchmarkWideWaiterBlockers(b *testing.B) {
 	done := make(chan error, waiters)
 	for i := range waiters {
 		lo, n := (i*7919)%(keys-3), 1+i%4
-		r, _ := txnlock.RangeFromBounds(txnlock.Point(key(lo)).Start(), txnlock.Point(key(lo+n-1)).End())
+		r, _ := txnlock.NewRange(txnlock.Point(key(lo)).Start(), txnlock.Point(key(lo+n-1)).End())
 		go func() {
 			done <- m.Lock(ctx, txnlock.Request{Txn: txnlock.TxnID(keys + 1 + i), Range: r, Mode: txnlock.Exclusive})
 		}()

@@ -4,6 +4,7 @@ import (
 	"slices"
 
 	"github.com/txnlock/txnlock"
+
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
 )
@@ -189,7 +190,7 @@ func (f *family) markPointsLocked(r txnlock.Range, seq uint64, gone txnlock.TxnI
 // (not granted), it returns those whose answer named gone: they wait now
 // for what it waited for, which their answers did not show, so a cycle
 // may run through them that no search will start from
-// (txnlock.WaitGraph.Recheck). Every stripe is held.
+// (detect.Graph.Recheck). Every stripe is held.
 func (f *family) markWideLocked(r txnlock.Range, seq uint64, gone txnlock.TxnID) []recheck {
 	var out []recheck
 	f.wideOverlapping(r, newRequest, func(w *waiter) bool {

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"github.com/txnlock/txnlock"
+
+	"github.com/txnlock/txnlock/internal/detect"
 	"github.com/txnlock/txnlock/internal/latch"
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
@@ -78,7 +80,7 @@ func (d *detectorSource) WaitsFor(lw *lockwait.Waiter, dst []txnlock.TxnID) ([]t
 // locks a transaction holds, for reports and the fewest-locks policy.
 type lockCounter struct{ m *Manager }
 
-var _ txnlock.LockCounter = lockCounter{}
+var _ detect.LockCounter = lockCounter{}
 
 // LocksHeld is how many ranges txn holds in the manager: its points, and
 // its wide locks in each family where it may hold some, counted under

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/detect"
 	"go.uber.org/goleak"
 )
 
@@ -17,30 +18,34 @@ import (
 // fake detector records the reported waits, and the tests ask their
 // Waiters, as a search would, with no latch held.
 
-// askDetector is a txnlock.Detector, and its own WaitGraph, that records
+// askDetector is a txnlock.Detector, its own seam and Graph, that records
 // each reported wait and never searches (Block returns false). With a gate, Unblock waits until
 // the gate opens: a test can ask a waiter whose wait ended but is still
 // reported (the moment the Source must answer false).
 type askDetector struct {
-	counter   txnlock.LockCounter // the manager, once attached
-	mu        sync.Mutex          // guards edges, unblocked and rechecked
-	changed   sync.Cond           // on mu: edges or unblocked grew
-	edges     []txnlock.WaitEdge  // Blockers copied: Block may not keep them
-	unblocked []txnlock.Waiter
+	counter   detect.LockCounter // the manager, once attached
+	mu        sync.Mutex         // guards edges, unblocked and rechecked
+	changed   sync.Cond          // on mu: edges or unblocked grew
+	edges     []detect.Edge      // Blockers copied: Block may not keep them
+	unblocked []detect.Waiter
 	rechecked []txnlock.TxnID
 	stamp     atomic.Uint64
 	gate      chan struct{} // nil: Unblock returns at once
 	openOnce  sync.Once
 }
 
-func (d *askDetector) Attach(c txnlock.LockCounter) txnlock.WaitGraph {
+func (d *askDetector) Seam() detect.Detector { return d }
+
+func (d *askDetector) FiniteWaits() bool { return false }
+
+func (d *askDetector) Attach(c detect.LockCounter) detect.Graph {
 	d.counter = c
 	return d
 }
 
 func (d *askDetector) Detach() {}
 
-func (d *askDetector) Block(e txnlock.WaitEdge) bool {
+func (d *askDetector) Block(e detect.Edge) bool {
 	d.mu.Lock()
 	d.edges = append(d.edges, e)
 	d.changedLocked()
@@ -48,7 +53,7 @@ func (d *askDetector) Block(e txnlock.WaitEdge) bool {
 	return false
 }
 
-func (d *askDetector) Unblock(w txnlock.Waiter) {
+func (d *askDetector) Unblock(w detect.Waiter) {
 	d.mu.Lock()
 	d.unblocked = append(d.unblocked, w)
 	d.changedLocked()
@@ -58,11 +63,11 @@ func (d *askDetector) Unblock(w txnlock.Waiter) {
 	}
 }
 
-func (d *askDetector) Check(txnlock.Waiter) error { panic("askDetector: Check after Block said false") }
+func (d *askDetector) Check(detect.Waiter) error { panic("askDetector: Check after Block said false") }
 
 func (d *askDetector) Passed(txnlock.TxnID) {}
 
-func (d *askDetector) Recheck(_ txnlock.Waiter, txn txnlock.TxnID) {
+func (d *askDetector) Recheck(_ detect.Waiter, txn txnlock.TxnID) {
 	d.mu.Lock()
 	d.rechecked = append(d.rechecked, txn)
 	d.mu.Unlock()
@@ -106,7 +111,7 @@ func (d *askDetector) awaitLocked() {
 }
 
 // edge returns the last reported wait of txn, once there is one.
-func (d *askDetector) edge(t *testing.T, txn txnlock.TxnID) txnlock.WaitEdge {
+func (d *askDetector) edge(t *testing.T, txn txnlock.TxnID) detect.Edge {
 	t.Helper()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -121,7 +126,7 @@ func (d *askDetector) edge(t *testing.T, txn txnlock.TxnID) txnlock.WaitEdge {
 }
 
 // awaitUnblock returns once Unblock(w) has been called.
-func (d *askDetector) awaitUnblock(t *testing.T, w txnlock.Waiter) {
+func (d *askDetector) awaitUnblock(t *testing.T, w detect.Waiter) {
 	t.Helper()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -168,7 +173,7 @@ func (h *askHarness) lock(txn txnlock.TxnID, r txnlock.Range, mode txnlock.Mode)
 
 // wait starts a Lock that must wait and returns its Waiter, once the
 // wait is reported, and the channel of its result.
-func (h *askHarness) wait(ctx context.Context, txn txnlock.TxnID, r txnlock.Range, mode txnlock.Mode) (txnlock.Waiter, chan error) {
+func (h *askHarness) wait(ctx context.Context, txn txnlock.TxnID, r txnlock.Range, mode txnlock.Mode) (detect.Waiter, chan error) {
 	h.t.Helper()
 	done := make(chan error, 1)
 	h.wg.Add(1)
@@ -180,7 +185,7 @@ func (h *askHarness) wait(ctx context.Context, txn txnlock.TxnID, r txnlock.Rang
 }
 
 // ask returns w's answers to Blockers and WaitsFor, which must be given.
-func ask(t *testing.T, w txnlock.Waiter) (blockers, waitsFor []txnlock.TxnID) {
+func ask(t *testing.T, w detect.Waiter) (blockers, waitsFor []txnlock.TxnID) {
 	t.Helper()
 	blockers, ok := w.Blockers(nil)
 	require.True(t, ok, "Blockers of %v: the wait is over", w.Txn())
@@ -209,7 +214,7 @@ func TestSourceContraction(t *testing.T) {
 	h := newAskHarness(t, false)
 	k := txnlock.Point([]byte("k"))
 	h.lock(1, k, ex)
-	ws := map[txnlock.TxnID]txnlock.Waiter{}
+	ws := map[txnlock.TxnID]detect.Waiter{}
 	modes := map[txnlock.TxnID]txnlock.Mode{2: ex, 3: sh, 4: sh, 5: ex}
 	var done2 chan error
 	var last uint64
@@ -398,7 +403,7 @@ func TestSourceWaitOver(t *testing.T) {
 
 // TestSourceRecheck: a waiter that leaves without a grant hands whom it
 // waited for to the waiters behind it that named it, and the manager asks
-// the detector to search from those (txnlock.WaitGraph.Recheck): T1 holds
+// the detector to search from those (detect.Graph.Recheck): T1 holds
 // b; T2 waits for [a, d]; behind it, T3 waits for [b, c] and T4 for d
 // (not shared: behind T2), both blocked by T2, and T5 for [x, y] (held
 // by T6), which does not overlap. T2 gives up: T3 and T4 are rechecked;
@@ -412,7 +417,7 @@ func TestSourceRecheck(t *testing.T) {
 	w4, t4 := h.wait(context.Background(), 4, txnlock.Point([]byte("d")), ex)
 	h.lock(6, txnlock.Point([]byte("x")), ex)
 	w5, _ := h.wait(context.Background(), 5, incl(t, "x", "y"), ex)
-	for _, w := range []txnlock.Waiter{w3, w4, w5} {
+	for _, w := range []detect.Waiter{w3, w4, w5} {
 		ask(t, w) // the answers a search keeps
 	}
 	b, _ := ask(t, w3)

@@ -29,7 +29,7 @@ func (f *family) escalate() {
 	f.newEpochLocked()
 	for _, txn := range f.m.txns.Txns(f.idx) {
 		for _, run := range f.exclusiveRunsLocked(txn) {
-			hull, err := txnlock.RangeFromBounds(run[0].Start(), run[len(run)-1].End())
+			hull, err := txnlock.NewRange(run[0].Start(), run[len(run)-1].End())
 			if err != nil {
 				panic("rangelock: internal error: escalation hull: " + err.Error())
 			}
@@ -87,7 +87,7 @@ func (f *family) mayJoinLocked(txn txnlock.TxnID, left, right txnlock.Range) boo
 	if b := f.m.opts.EscalationBarrier; b != nil && b(f.id, left, right) {
 		return false
 	}
-	gap, err := txnlock.RangeFromBounds(left.End(), right.Start())
+	gap, err := txnlock.NewRange(left.End(), right.Start())
 	if err != nil {
 		return true // touching: no key between them
 	}
@@ -120,7 +120,7 @@ func mergeRanges(rs []txnlock.Range) []txnlock.Range {
 	for _, r := range rs {
 		if n := len(out); n > 0 && r.Start().Compare(out[n-1].End()) <= 0 {
 			if r.End().Compare(out[n-1].End()) > 0 {
-				out[n-1], _ = txnlock.RangeFromBounds(out[n-1].Start(), r.End())
+				out[n-1], _ = txnlock.NewRange(out[n-1].Start(), r.End())
 			}
 			continue
 		}

@@ -58,7 +58,7 @@ import (
 //
 // Fused, a family's one latch is stripe 0's, the first in that order. The
 // manager never calls the detector with a latch held, but for
-// WaitGraph.Stamp, which takes no lock.
+// detect.Graph.Stamp, which takes no lock.
 
 // family is one column family: its stripes, its wide locks and its wide
 // waiters.

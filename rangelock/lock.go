@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+
 	"github.com/txnlock/txnlock/internal/latch"
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
@@ -69,7 +70,7 @@ func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request, point boo
 	case !point && !req.Range.Valid():
 		return nil, 0, txnlock.ErrInvalidRange
 	}
-	timeout, err := optcheck.ResolveTimeout(req.Timeout, m.opts.LockTimeout)
+	timeout, err := optcheck.ResolveTimeout(req.Timeout, m.opts.LockTimeout, m.finiteWaits)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -233,7 +234,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 	if !blocked {
 		// A request granted past queued requests that conflict with it
 		// (an upgrade, or one that skips them) makes them wait for its
-		// transaction, which may wait elsewhere (txnlock.WaitGraph.Passed).
+		// transaction, which may wait elsewhere (detect.Graph.Passed).
 		passed := m.det != nil && (!q.point() || f.wide.Len() > 0 || (l != nil && l.Queued() > 0)) &&
 			f.conflictAheadLocked(q, newRequest)
 		f.acquireLocked(q, l)

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 
 	"github.com/txnlock/txnlock"
+
+	"github.com/txnlock/txnlock/internal/detect"
 	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/shell"
 )
@@ -12,12 +14,14 @@ import (
 // Manager is the range lock manager (txnlock.Manager). It is safe for
 // concurrent use.
 type Manager struct {
-	opts  Options
-	det   txnlock.WaitGraph // attached to Options.Detector; nil: no deadlock detection
-	clock txnlock.Clock
-	kh    keytable.Hash // hashes point keys (see hashKey)
-	seed  uint64        // hashes point keys to stripes with Options.fixedHash (see stripeOf)
-	mask  uint64        // Stripes - 1
+	opts Options
+	det  detect.Graph // attached to Options.Detector; nil: no deadlock detection
+	// finiteWaits: the detector needs every wait to end by a timeout.
+	finiteWaits bool
+	clock       txnlock.Clock
+	kh          keytable.Hash // hashes point keys (see hashKey)
+	seed        uint64        // hashes point keys to stripes with Options.fixedHash (see stripeOf)
+	mask        uint64        // Stripes - 1
 
 	closed atomic.Bool
 	fams   shell.Families[family] // the column families
@@ -52,7 +56,9 @@ func New(opts Options) (*Manager, error) {
 	m.txns = shell.NewRecords(opts.Stripes)
 	m.fams.Init(func(idx uint16) *family { return newFamily(m, txnlock.DefaultColumnFamily, idx) })
 	if opts.Detector != nil {
-		m.det = opts.Detector.Attach(lockCounter{m})
+		d := opts.Detector.Seam()
+		m.det = d.Attach(lockCounter{m})
+		m.finiteWaits = d.FiniteWaits()
 	}
 	return m, nil
 }

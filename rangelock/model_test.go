@@ -132,16 +132,17 @@ func (o *opReader) rangeOf() txnlock.Range {
 	case 3:
 		return txnlock.Prefix(key())
 	}
-	end := func() txnlock.Endpoint {
+	// Either end open, or next to a key.
+	end := func(open txnlock.Bound) txnlock.Bound {
 		switch o.next(5) {
 		case 0:
-			return txnlock.Infinite()
+			return open
 		case 1, 2:
-			return txnlock.ExclusiveKey(key())
+			return txnlock.BoundAfter(key())
 		}
-		return txnlock.InclusiveKey(key())
+		return txnlock.BoundBefore(key())
 	}
-	r, err := txnlock.NewRange(end(), end())
+	r, err := txnlock.NewRange(end(txnlock.NegInf()), end(txnlock.PosInf()))
 	if err != nil {
 		return txnlock.Point(key())
 	}

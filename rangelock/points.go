@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/txnlock/txnlock"
+
 	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
@@ -259,7 +260,7 @@ func (f *family) releasePointsInLocked(txn txnlock.TxnID, r txnlock.Range) {
 // waiter queued ahead of it (waiter.shared) for its key's holders only:
 // point holders and the holders of wide locks over the key
 // (keyHoldersLocked). That is exact for deadlock detection by the
-// contraction argument of txnlock.Waiter.Blockers: such a waiter waits for
+// contraction argument of detect.Waiter.Blockers: such a waiter waits for
 // the key's holders and for the same-key waiters queued ahead, and those
 // wait for nothing but the key's holders (or for same-key waiters ahead of
 // them, which wait for the holders), so the queue adds no cycle the

@@ -76,15 +76,16 @@ func randomRange(rng *rand.Rand, keys int) txnlock.Range {
 	case 6:
 		return txnlock.Prefix(fmt.Appendf(nil, "k%d", rng.IntN(keys/10+1)))
 	}
-	kinds := []func([]byte) txnlock.Endpoint{txnlock.InclusiveKey, txnlock.ExclusiveKey, txnlock.InclusiveKey}
+	// Ends before or after a key, the key more often in the range.
+	sides := []func([]byte) txnlock.Bound{txnlock.BoundBefore, txnlock.BoundAfter}
 	for {
 		a, b := key(), key()
-		sa, eb := kinds[rng.IntN(3)](a), kinds[rng.IntN(3)](b)
+		sa, eb := sides[rng.IntN(3)/2](a), sides[1-rng.IntN(3)/2](b)
 		if rng.IntN(30) == 0 {
-			sa = txnlock.Infinite()
+			sa = txnlock.NegInf()
 		}
 		if rng.IntN(30) == 0 {
-			eb = txnlock.Infinite()
+			eb = txnlock.PosInf()
 		}
 		if r, err := txnlock.NewRange(sa, eb); err == nil {
 			return r

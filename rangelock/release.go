@@ -234,7 +234,7 @@ func intersect(a, b txnlock.Range) (txnlock.Range, bool) {
 	if b.End().Compare(end) < 0 {
 		end = b.End()
 	}
-	r, err := txnlock.RangeFromBounds(start, end)
+	r, err := txnlock.NewRange(start, end)
 	return r, err == nil
 }
 

@@ -155,7 +155,7 @@ func sweep(cf txnlock.ColumnFamily, hs []holding) []txnlock.LockStatus {
 		if len(active) == 0 || i == len(evs) {
 			continue
 		}
-		r, err := txnlock.RangeFromBounds(at, evs[i].at)
+		r, err := txnlock.NewRange(at, evs[i].at)
 		if err != nil {
 			continue
 		}
@@ -168,7 +168,7 @@ func sweep(cf txnlock.ColumnFamily, hs []holding) []txnlock.LockStatus {
 		if n := len(out); n > 0 {
 			if p := &out[n-1]; p.Mode == ls.Mode && slices.Equal(p.Holders, ls.Holders) &&
 				p.Range.End().Compare(r.Start()) == 0 {
-				p.Range, _ = txnlock.RangeFromBounds(p.Range.Start(), r.End())
+				p.Range, _ = txnlock.NewRange(p.Range.Start(), r.End())
 				continue
 			}
 		}
@@ -190,10 +190,10 @@ func subtractRanges(rs, minus []txnlock.Range) []txnlock.Range {
 			if !m.Overlaps(cur) {
 				continue
 			}
-			if left, err := txnlock.RangeFromBounds(cur.Start(), m.Start()); err == nil {
+			if left, err := txnlock.NewRange(cur.Start(), m.Start()); err == nil {
 				out = append(out, left)
 			}
-			cur, _ = txnlock.RangeFromBounds(m.End(), cur.End())
+			cur, _ = txnlock.NewRange(m.End(), cur.End())
 			ok = m.End().Compare(r.End()) < 0
 		}
 		if ok {

@@ -164,7 +164,7 @@ func contendedRanges(tb testing.TB, kind string, clients int, d time.Duration) l
 				for range 5 {
 					lo, n := rng.IntN(keys-3), 1+rng.IntN(4)
 					if kind == "range" {
-						r, _ := txnlock.RangeFromBounds(txnlock.Point(key(lo)).Start(), txnlock.Point(key(lo+n-1)).End())
+						r, _ := txnlock.NewRange(txnlock.Point(key(lo)).Start(), txnlock.Point(key(lo+n-1)).End())
 						err = m.Lock(ctx, txnlock.Request{Txn: txn, Range: r, Mode: txnlock.Exclusive})
 						first = first && err != nil
 					} else {

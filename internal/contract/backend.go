@@ -104,7 +104,7 @@ func deadline(now time.Time, req txnlock.Request, def time.Duration) (time.Time,
 	if def == 0 {
 		def = txnlock.DefaultLockTimeout
 	}
-	d, err := optcheck.ResolveTimeout(req.Timeout, def)
+	d, err := optcheck.ResolveTimeout(req.Timeout, def, false)
 	if err != nil || d == txnlock.NoWait || d == txnlock.WaitForever {
 		return time.Time{}, false
 	}

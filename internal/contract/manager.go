@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+
+	"github.com/txnlock/txnlock/internal/detect"
 )
 
 // managerBackend drives a txnlock.Manager: each Lock call runs on its own
@@ -59,18 +61,20 @@ func newManagerBackend(cfg Config, newManager func(Config) (txnlock.Manager, err
 	mcfg := cfg
 	mcfg.Clock = announcingClock{Clock: cfg.Clock, armed: b.armed}
 	mcfg.Queued = func(txn txnlock.TxnID) { b.queued <- txn }
-	var rd *reportingDetector
+	var g detect.Graph // the detector's, once the manager attached
 	if cfg.Detector != nil {
 		b.det = true
-		rd = &reportingDetector{det: cfg.Detector, reported: b.reported}
-		mcfg.Detector = rd
+		mcfg.Detector = detect.Wrap(cfg.Detector, func(dg detect.Graph) detect.Graph {
+			g = dg
+			return reportingGraph{Graph: dg, reported: b.reported}
+		})
 	}
 	m, err := newManager(mcfg)
 	if err != nil {
 		return nil, err
 	}
-	if rd != nil && rd.g != nil {
-		if d := rd.g.DetectDelay(); d > 0 {
+	if g != nil {
+		if d := g.DetectDelay(); d > 0 {
 			m.Close()
 			return nil, fmt.Errorf("a detector with a DetectDelay (%v) reports waits on a timer: not supported", d)
 		}
@@ -208,38 +212,25 @@ func (c announcingClock) NewTimer(d time.Duration) txnlock.Timer {
 	return t
 }
 
-// reportingDetector attaches the manager to the detector through a
-// reportingGraph.
-type reportingDetector struct {
-	det      txnlock.Detector
-	reported chan<- txnlock.TxnID
-	g        txnlock.WaitGraph // the detector's, once the manager attached
-}
-
-func (d *reportingDetector) Attach(c txnlock.LockCounter) txnlock.WaitGraph {
-	d.g = d.det.Attach(c)
-	return reportingGraph{WaitGraph: d.g, reported: d.reported}
-}
-
 // reportingGraph passes every call through to the detector, and sends on
 // reported the transaction of each wait whose report is over: Block said
 // no Check is needed, or the Check returned and failed whom it failed,
 // the waiter it checked included.
 type reportingGraph struct {
-	txnlock.WaitGraph
+	detect.Graph
 	reported chan<- txnlock.TxnID
 }
 
-func (d reportingGraph) Block(e txnlock.WaitEdge) bool {
-	needsCheck := d.WaitGraph.Block(e)
-	if !needsCheck || d.WaitGraph.DetectDelay() < 0 {
+func (d reportingGraph) Block(e detect.Edge) bool {
+	needsCheck := d.Graph.Block(e)
+	if !needsCheck || d.Graph.DetectDelay() < 0 {
 		d.reported <- e.Waiter.Txn()
 	}
 	return needsCheck
 }
 
-func (d reportingGraph) Check(w txnlock.Waiter) error {
-	err := d.WaitGraph.Check(w)
+func (d reportingGraph) Check(w detect.Waiter) error {
+	err := d.Graph.Check(w)
 	if err != nil {
 		// The waiter fails itself once Check returns; fail it now, so
 		// that Status no longer shows it when the backend looks.

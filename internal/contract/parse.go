@@ -59,16 +59,22 @@ func parseRange(t *testing.T, s string) txnlock.Range {
 	default:
 		t.Fatalf("bad range %q", s)
 	}
-	end := func(k string, inclusive bool) txnlock.Endpoint {
-		switch {
-		case k == "-inf" || k == "+inf":
-			return txnlock.Infinite()
-		case inclusive:
-			return txnlock.InclusiveKey([]byte(k))
-		}
-		return txnlock.ExclusiveKey([]byte(k))
+	start, end := txnlock.NegInf(), txnlock.PosInf()
+	switch a := parts[0]; {
+	case a == "-inf":
+	case open == '[':
+		start = txnlock.BoundBefore([]byte(a))
+	default:
+		start = txnlock.BoundAfter([]byte(a))
 	}
-	r, err := txnlock.NewRange(end(parts[0], open == '['), end(parts[1], closing == ']'))
+	switch b := parts[1]; {
+	case b == "+inf":
+	case closing == ']':
+		end = txnlock.BoundAfter([]byte(b))
+	default:
+		end = txnlock.BoundBefore([]byte(b))
+	}
+	r, err := txnlock.NewRange(start, end)
 	if err != nil {
 		return txnlock.Range{}
 	}

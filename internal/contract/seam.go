@@ -8,10 +8,12 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+
+	"github.com/txnlock/txnlock/internal/detect"
 )
 
 // SeamDetector is a txnlock.Detector, for one manager, that tests the
-// seam rather than finds deadlocks in earnest; it is its own WaitGraph. It logs each reported wait with the blockers the
+// seam rather than finds deadlocks in earnest; it is its own Graph. It logs each reported wait with the blockers the
 // manager queued it behind, and at each Check what the manager answers
 // when asked (Waiter.Blockers and Waiter.WaitsFor); it checks that the
 // calls are consistent (no wait reported twice) and fails a waiter that
@@ -19,10 +21,10 @@ import (
 // upgrade). It is safe for concurrent use.
 type SeamDetector struct {
 	// counter is the manager attached; set by Attach, before any wait.
-	counter txnlock.LockCounter
+	counter detect.LockCounter
 	mu      struct {
 		sync.Mutex
-		edges map[txnlock.Waiter]txnlock.WaitEdge
+		edges map[detect.Waiter]detect.Edge
 		log   []string
 		// unblocked lists the waits removed since the last Log, apart
 		// from log: a waiter's goroutine unblocks itself, in no fixed
@@ -33,14 +35,14 @@ type SeamDetector struct {
 }
 
 var (
-	_ txnlock.Detector  = (*SeamDetector)(nil)
-	_ txnlock.WaitGraph = (*SeamDetector)(nil)
+	_ txnlock.Detector = (*SeamDetector)(nil)
+	_ detect.Graph     = (*SeamDetector)(nil)
 )
 
 // NewSeamDetector returns an empty SeamDetector.
 func NewSeamDetector() *SeamDetector {
 	d := &SeamDetector{}
-	d.mu.edges = map[txnlock.Waiter]txnlock.WaitEdge{}
+	d.mu.edges = map[detect.Waiter]detect.Edge{}
 	return d
 }
 
@@ -48,8 +50,14 @@ func (d *SeamDetector) logfLocked(format string, args ...any) {
 	d.mu.log = append(d.mu.log, fmt.Sprintf(format, args...))
 }
 
+// Seam returns d: it is its own seam.
+func (d *SeamDetector) Seam() detect.Detector { return d }
+
+// FiniteWaits is false: a SeamDetector lets waits go on without a timeout.
+func (d *SeamDetector) FiniteWaits() bool { return false }
+
 // Attach notes the manager and returns d.
-func (d *SeamDetector) Attach(c txnlock.LockCounter) txnlock.WaitGraph {
+func (d *SeamDetector) Attach(c detect.LockCounter) detect.Graph {
 	d.counter = c
 	return d
 }
@@ -60,7 +68,7 @@ func (d *SeamDetector) Detach() {}
 // Block records e unless its wait is over already (granted before its
 // goroutine came to Block), and always asks for a Check, so that the log
 // shows every wait's.
-func (d *SeamDetector) Block(e txnlock.WaitEdge) bool {
+func (d *SeamDetector) Block(e detect.Edge) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if !e.Waiter.Active() {
@@ -78,7 +86,7 @@ func (d *SeamDetector) Block(e txnlock.WaitEdge) bool {
 }
 
 // Unblock forgets w's wait, if Block recorded it.
-func (d *SeamDetector) Unblock(w txnlock.Waiter) {
+func (d *SeamDetector) Unblock(w detect.Waiter) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.mu.edges[w]; !ok {
@@ -90,7 +98,7 @@ func (d *SeamDetector) Unblock(w txnlock.Waiter) {
 
 // Check asks w's manager whom w waits for, logs the answers, and fails w
 // if a blocker of its lock waits for a lock that w's transaction blocks.
-func (d *SeamDetector) Check(w txnlock.Waiter) error {
+func (d *SeamDetector) Check(w detect.Waiter) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	blockers, ok := w.Blockers(nil)
@@ -128,7 +136,7 @@ func (d *SeamDetector) Passed(txn txnlock.TxnID) {
 }
 
 // Recheck logs a recheck of w's wait, if Block recorded it.
-func (d *SeamDetector) Recheck(w txnlock.Waiter, txn txnlock.TxnID) {
+func (d *SeamDetector) Recheck(w detect.Waiter, txn txnlock.TxnID) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if _, ok := d.mu.edges[w]; ok {

@@ -79,7 +79,7 @@ func (b *coreBackend) Lock(id int, req txnlock.Request, ctx contract.Ctx) (bool,
 	if !ok || !req.Txn.Valid() || !req.Mode.Valid() || ctx == contract.CtxNil {
 		return true, errUnsupported // bad input is the managers' to check
 	}
-	timeout, err := optcheck.ResolveTimeout(req.Timeout, b.lockTimeout())
+	timeout, err := optcheck.ResolveTimeout(req.Timeout, b.lockTimeout(), false)
 	if err != nil {
 		return true, errUnsupported
 	}

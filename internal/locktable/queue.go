@@ -4,6 +4,7 @@ import (
 	"iter"
 
 	"github.com/txnlock/txnlock"
+
 	"github.com/txnlock/txnlock/internal/lockwait"
 	"github.com/txnlock/txnlock/internal/waitsfor"
 )
@@ -20,7 +21,7 @@ const (
 	// GrantPast: the owner grants the request at once (Grant), past the
 	// queued requests (a holder's upgrade): they now wait for its
 	// transaction, an edge no new wait reports. The owner tells its
-	// detector once its latch is released (txnlock.WaitGraph.Passed).
+	// detector once its latch is released (detect.Graph.Passed).
 	// Requests whose wait has failed but which have not left yet count:
 	// the detector confirms what it finds.
 	GrantPast

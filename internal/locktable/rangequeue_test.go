@@ -29,12 +29,12 @@ func TestRangeQueueModel(t *testing.T) {
 		case 0:
 			return txnlock.All()
 		case 1:
-			r, _ := txnlock.RangeFromBounds(a.Start(), txnlock.All().End())
+			r, _ := txnlock.NewRange(a.Start(), txnlock.All().End())
 			return r
 		case 2:
 			return a
 		}
-		r, _ := txnlock.RangeFromBounds(a.Start(), b.End())
+		r, _ := txnlock.NewRange(a.Start(), b.End())
 		return r
 	}
 	type queued struct {

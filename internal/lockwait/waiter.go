@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/txnlock/txnlock"
+
+	"github.com/txnlock/txnlock/internal/detect"
 )
 
 const (
@@ -27,7 +29,7 @@ type Waiter struct {
 	// wants it Exclusive.
 	Upgrade bool
 	// MaySkip is set when the request may be ordered ahead of requests
-	// queued before it (txnlock.WaitEdge.MaySkip): an upgrade, or a
+	// queued before it (detect.Edge.MaySkip): an upgrade, or a
 	// request of a transaction that held locks when it queued.
 	MaySkip bool
 	// Since is when the wait began (manager clock).
@@ -37,14 +39,14 @@ type Waiter struct {
 	// detector.
 	Src Source
 	// Blocked is Src's Blockers as the manager saw them when it queued
-	// the waiter (txnlock.WaitEdge.Blockers), in a buffer the waiter
+	// the waiter (detect.Edge.Blockers), in a buffer the waiter
 	// keeps when it is recycled; valid while Regranted says false.
 	Blocked []txnlock.TxnID
 	// grants and grantsAt: the count of grants of the waiter's lock,
 	// and its value when the waiter was queued (WatchGrants).
 	grants   *atomic.Uint32
 	grantsAt uint32
-	// Stamp is the detector's stamp of the wait (txnlock.WaitGraph.Stamp),
+	// Stamp is the detector's stamp of the wait (detect.Graph.Stamp),
 	// taken where the waiter was queued.
 	Stamp uint64
 	// Ext is for the owning manager's own bookkeeping.
@@ -96,11 +98,11 @@ func (w *Waiter) Release() {
 	pool.Put(w)
 }
 
-// Txn is the waiting transaction (txnlock.Waiter).
+// Txn is the waiting transaction (detect.Waiter).
 func (w *Waiter) Txn() txnlock.TxnID { return w.txn }
 
 // Source is what a manager tells a waiter about itself, so that the
-// detector can ask (txnlock.Waiter.Blockers and WaitsFor). Its methods
+// detector can ask (detect.Waiter.Blockers and WaitsFor). Its methods
 // take the latch that guards w's queue, and answer false once w no longer
 // waits. The detector calls them only while w's wait is reported, so w is
 // not recycled meanwhile.
@@ -110,13 +112,13 @@ type Source interface {
 }
 
 // Blockers asks the owning manager whom w's lock is blocked by
-// (txnlock.Waiter).
+// (detect.Waiter).
 func (w *Waiter) Blockers(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
 	return w.Src.Blockers(w, dst)
 }
 
 // WaitsFor asks the owning manager whom w waits for directly
-// (txnlock.Waiter).
+// (detect.Waiter).
 func (w *Waiter) WaitsFor(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
 	return w.Src.WaitsFor(w, dst)
 }
@@ -127,11 +129,11 @@ func (w *Waiter) WaitsFor(dst []txnlock.TxnID) ([]txnlock.TxnID, bool) {
 func (w *Waiter) WatchGrants(c *atomic.Uint32) { w.grants, w.grantsAt = c, c.Load() }
 
 // Regranted reports whether w's lock may have been granted to anyone
-// since w was queued, so that Blocked may be stale (txnlock.Waiter): true
+// since w was queued, so that Blocked may be stale (detect.Waiter): true
 // unless the manager watches its grants (WatchGrants) and none came.
 func (w *Waiter) Regranted() bool { return w.grants == nil || w.grants.Load() != w.grantsAt }
 
-// Requested is what w requests and when its wait began (txnlock.Waiter).
+// Requested is what w requests and when its wait began (detect.Waiter).
 func (w *Waiter) Requested() (txnlock.LockRef, time.Time) { return w.Lock, w.Since }
 
 // Claim takes the waiter for a grant unless its wait already ended, and
@@ -152,7 +154,7 @@ func (w *Waiter) Claim() bool { return w.state.CompareAndSwap(stateWaiting, stat
 func (w *Waiter) Wake() { w.ch <- struct{}{} }
 
 // Fail ends the wait with err unless it already ended, and reports whether
-// it did (txnlock.Waiter). It never blocks and takes no lock.
+// it did (detect.Waiter). It never blocks and takes no lock.
 func (w *Waiter) Fail(err error) bool {
 	if !w.state.CompareAndSwap(stateWaiting, stateFailing) {
 		return false
@@ -164,7 +166,7 @@ func (w *Waiter) Fail(err error) bool {
 }
 
 // Active reports whether the waiter is still waiting (neither granted nor
-// failed, nor failing): one atomic load (txnlock.Waiter). Managers skip
+// failed, nor failing): one atomic load (detect.Waiter). Managers skip
 // inactive waiters when scanning a queue.
 func (w *Waiter) Active() bool { return w.state.Load() == stateWaiting }
 
@@ -191,7 +193,7 @@ func (w *Waiter) Err() error {
 //
 // On a non-nil return the waiter is still linked in its queue: the caller
 // must unlink it and re-check the queue behind it.
-func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.Clock, det txnlock.WaitGraph) error {
+func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.Clock, det detect.Graph) error {
 	var graceC <-chan time.Time
 	reported := false
 	if det != nil {
@@ -239,8 +241,8 @@ func (w *Waiter) Wait(ctx context.Context, timeout time.Duration, clock txnlock.
 
 // report tells det about the wait and, if check and Block asks for it,
 // runs the detector's Check, failing the wait if it must give up.
-func (w *Waiter) report(det txnlock.WaitGraph, check bool) {
-	edge := txnlock.WaitEdge{Waiter: w, Stamp: w.Stamp, MaySkip: w.MaySkip, Blockers: w.Blocked}
+func (w *Waiter) report(det detect.Graph, check bool) {
+	edge := detect.Edge{Waiter: w, Stamp: w.Stamp, MaySkip: w.MaySkip, Blockers: w.Blocked}
 	if det.Block(edge) && check {
 		if err := det.Check(w); err != nil {
 			w.Fail(err)

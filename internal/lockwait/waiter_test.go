@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/detect"
 	"github.com/txnlock/txnlock/internal/manualclock"
 	"go.uber.org/goleak"
 )
@@ -61,20 +62,20 @@ func TestContextCancel(t *testing.T) {
 // fakeDet fails every waiter it checks, as a detector that picked the
 // requester as the victim would. Block asks for a Check unless noCheck.
 type fakeDet struct {
-	txnlock.WaitGraph // Stamp and Detach: not called
-	delay             time.Duration
-	noCheck           bool
-	blocks, unblocks  int
-	checks            int
+	detect.Graph     // Stamp and Detach: not called
+	delay            time.Duration
+	noCheck          bool
+	blocks, unblocks int
+	checks           int
 }
 
-func (d *fakeDet) Block(e txnlock.WaitEdge) bool {
+func (d *fakeDet) Block(e detect.Edge) bool {
 	d.blocks++
 	return !d.noCheck
 }
-func (d *fakeDet) Unblock(w txnlock.Waiter)   { d.unblocks++ }
+func (d *fakeDet) Unblock(w detect.Waiter)    { d.unblocks++ }
 func (d *fakeDet) DetectDelay() time.Duration { return d.delay }
-func (d *fakeDet) Check(w txnlock.Waiter) error {
+func (d *fakeDet) Check(w detect.Waiter) error {
 	d.checks++
 	return &txnlock.DeadlockError{Victim: w.Txn()}
 }

@@ -43,11 +43,14 @@ func (p *Problems) Err() error {
 
 // ResolveTimeout turns a Request.Timeout into the wait to apply, using def
 // for txnlock.DefaultTimeout. It returns txnlock.ErrInvalidTimeout for
-// negative values other than NoWait.
-func ResolveTimeout(t, def time.Duration) (time.Duration, error) {
+// negative values other than NoWait, and for WaitForever if finite (the
+// manager's detector needs every wait to end by a timeout).
+func ResolveTimeout(t, def time.Duration, finite bool) (time.Duration, error) {
 	switch {
 	case t == txnlock.DefaultTimeout:
 		return def, nil
+	case t == txnlock.WaitForever && finite:
+		return 0, txnlock.ErrInvalidTimeout
 	case t == txnlock.NoWait || t > 0:
 		return t, nil
 	}

@@ -26,11 +26,27 @@ func TestProblems(t *testing.T) {
 
 func TestResolveTimeout(t *testing.T) {
 	for _, c := range []struct {
-		in, want time.Duration
-		err      bool
-	}{{0, time.Second, false}, {txnlock.NoWait, txnlock.NoWait, false}, {txnlock.WaitForever, txnlock.WaitForever, false}, {7, 7, false}, {-2, 0, true}} {
-		got, err := ResolveTimeout(c.in, time.Second)
-		require.Equal(t, c.err, err != nil, "%v", c.in)
+		in     time.Duration
+		finite bool
+		want   time.Duration
+		err    bool
+	}{
+		{0, false, time.Second, false},
+		{txnlock.NoWait, false, txnlock.NoWait, false},
+		{txnlock.WaitForever, false, txnlock.WaitForever, false},
+		{7, false, 7, false},
+		{-2, false, 0, true},
+		// A detector that needs finite waits refuses WaitForever only.
+		{txnlock.WaitForever, true, 0, true},
+		{0, true, time.Second, false},
+		{txnlock.NoWait, true, txnlock.NoWait, false},
+		{7, true, 7, false},
+	} {
+		got, err := ResolveTimeout(c.in, time.Second, c.finite)
+		require.Equal(t, c.err, err != nil, "%v finite=%v", c.in, c.finite)
+		if c.err {
+			require.ErrorIs(t, err, txnlock.ErrInvalidTimeout)
+		}
 		require.Equal(t, c.want, got)
 	}
 }

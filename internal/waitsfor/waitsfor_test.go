@@ -178,7 +178,7 @@ func BenchmarkScan(b *testing.B) {
 
 func TestSkipped(t *testing.T) {
 	k, m := txnlock.Point([]byte("k")), txnlock.Point([]byte("m"))
-	km, _ := txnlock.RangeFromBounds(k.Start(), m.End())
+	km, _ := txnlock.NewRange(k.Start(), m.End())
 	for _, tc := range []struct {
 		name   string
 		ahead  []Queued
@@ -239,7 +239,7 @@ func TestSkippedModel(t *testing.T) {
 			r := txnlock.Point([]byte(keys[lo]))
 			if rng.IntN(3) == 0 {
 				hi := lo + rng.IntN(len(keys)-lo)
-				r, _ = txnlock.RangeFromBounds(r.Start(), txnlock.Point([]byte(keys[hi])).End())
+				r, _ = txnlock.NewRange(r.Start(), txnlock.Point([]byte(keys[hi])).End())
 			}
 			ahead[i] = Queued{Txn: txnlock.TxnID(2 + rng.IntN(5)), Mode: []txnlock.Mode{S, X}[rng.IntN(2)], Range: r,
 				WaitsForT: rng.IntN(5) == 0, Idle: rng.IntN(4) == 0}

@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/deadlock"
+	"github.com/txnlock/txnlock/internal/detect"
 	"github.com/txnlock/txnlock/pebbletxn"
 	"github.com/txnlock/txnlock/pointlock"
 	"github.com/txnlock/txnlock/rangelock"
@@ -81,7 +82,7 @@ func Open(opts Options) (*Engine, error) {
 	e.det = det
 	wo := txnlock.WaitOptions{LockTimeout: opts.LockTimeout, Detector: det}
 	if opts.OnWait != nil {
-		wo.Detector = hookDetector{det, opts.OnWait}
+		wo.Detector = detect.Wrap(det, func(g detect.Graph) detect.Graph { return hookGraph{g, opts.OnWait} })
 	}
 	if opts.Lock == LockRange {
 		m, err := rangelock.New(rangelock.Options{WaitOptions: wo})
@@ -494,22 +495,14 @@ func (quietLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf("pebble: "+format, args...))
 }
 
-// hookDetector is the detector with Options.OnWait called on each wait.
-type hookDetector struct {
-	*deadlock.Detector
-	onWait func(txnlock.TxnID)
-}
-
-func (h hookDetector) Attach(c txnlock.LockCounter) txnlock.WaitGraph {
-	return hookGraph{h.Detector.Attach(c), h.onWait}
-}
-
+// hookGraph is an attachment to the detector with Options.OnWait called
+// on each wait.
 type hookGraph struct {
-	txnlock.WaitGraph
+	detect.Graph
 	onWait func(txnlock.TxnID)
 }
 
-func (h hookGraph) Block(e txnlock.WaitEdge) bool {
+func (h hookGraph) Block(e detect.Edge) bool {
 	h.onWait(e.Waiter.Txn())
-	return h.WaitGraph.Block(e)
+	return h.Graph.Block(e)
 }
