@@ -123,7 +123,7 @@ func TestUnlockAllLeavesNoRecord(t *testing.T) {
 	for range 1000 {
 		one()
 	}
-	require.Zero(t, m.txns.Len())
+	require.Zero(t, m.sh.Txns.Len())
 	require.NoError(t, m.checkInvariants())
 	require.Zero(t, testing.AllocsPerRun(1000, one))
 }

@@ -24,7 +24,7 @@ type lockCounter struct{ m *Manager }
 var _ detect.LockCounter = lockCounter{}
 
 // LocksHeld is how many locks txn holds in the manager.
-func (c lockCounter) LocksHeld(txn txnlock.TxnID) int { return c.m.txns.Count(txn) }
+func (c lockCounter) LocksHeld(txn txnlock.TxnID) int { return c.m.sh.Txns.Count(txn) }
 
 // Blockers appends the holders of w's Lock: every waiter of a key waits
 // for the same transactions, so a search never walks the queue.

@@ -14,7 +14,7 @@ import (
 //     names its column family;
 //   - the stripe's held count matches.
 func (m *Manager) checkInvariants() error {
-	for _, lm := range m.cfs.All {
+	for _, lm := range m.sh.Fams.All {
 		for i := range lm.strip {
 			st := &lm.strip[i]
 			st.mu.Lock()
@@ -58,7 +58,7 @@ func (m *Manager) checkLockLocked(lm *lockMap, st *stripe, h uint64, l *locktabl
 	if st.tab.FindString(h, l.Key()) != l {
 		return fmt.Errorf("cf %d key %q cannot be found", lm.cf, l.Key())
 	}
-	if m.closed.Load() {
+	if m.sh.Closed() {
 		return nil
 	}
 	if err := l.Verify(); err != nil {
@@ -69,7 +69,7 @@ func (m *Manager) checkLockLocked(lm *lockMap, st *stripe, h uint64, l *locktabl
 	}
 	var err error
 	l.Holders(func(hd *locktable.Holder) bool {
-		ok := m.txns.Recorded(hd)
+		ok := m.sh.Txns.Recorded(hd)
 		switch {
 		case !ok:
 			err = fmt.Errorf("key %q: hold of %v not at its slot in a live record", l.Key(), hd.Txn())

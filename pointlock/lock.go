@@ -8,7 +8,7 @@ import (
 
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
-	"github.com/txnlock/txnlock/internal/optcheck"
+	"github.com/txnlock/txnlock/internal/shell"
 )
 
 // Lock acquires the single key of req.Range ([k, k], from txnlock.Point) in
@@ -17,12 +17,12 @@ import (
 func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	key, lm, timeout, err := m.checkLock(ctx, &req)
 	if err != nil {
-		return lockErr("lock", req, nil, err)
+		return shell.LockErr("lock", req, nil, err)
 	}
 	h := m.hash(key)
 	st := lm.stripe(h)
 	st.mu.Lock()
-	if st.dropped || m.closed.Load() {
+	if st.dropped || m.sh.Closed() {
 		st.mu.Unlock()
 		return m.lateErr(req)
 	}
@@ -32,10 +32,10 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 		if m.maxLocks > 0 && !m.reserveKey() {
 			st.c.Limits++
 			st.mu.Unlock()
-			return lockErr("lock", req, nil, txnlock.ErrLockLimit)
+			return shell.LockErr("lock", req, nil, txnlock.ErrLockLimit)
 		}
 		l = st.tab.New(pos, h, key)
-		m.txns.Grant(l, req.Txn, req.Mode, st.cfIdx)
+		m.sh.Txns.Grant(l, req.Txn, req.Mode, st.cfIdx)
 		st.held++
 		st.c.Acquired++
 		st.mu.Unlock()
@@ -53,19 +53,19 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 			if m.maxLocks > 0 && !m.reserveKey() {
 				st.c.Limits++
 				st.mu.Unlock()
-				return lockErr("lock", req, nil, txnlock.ErrLockLimit)
+				return shell.LockErr("lock", req, nil, txnlock.ErrLockLimit)
 			}
 			st.held++
 		}
 		// A holder's request (an upgrade) granted past the queue makes
 		// its waiters wait for req.Txn, which may wait elsewhere
 		// (detect.Graph.Passed).
-		passed := m.det != nil && d == locktable.GrantPast
-		m.txns.Grant(l, req.Txn, req.Mode, st.cfIdx)
+		passed := m.sh.Det != nil && d == locktable.GrantPast
+		m.sh.Txns.Grant(l, req.Txn, req.Mode, st.cfIdx)
 		st.c.Acquired++
 		st.mu.Unlock()
 		if passed {
-			m.det.Passed(req.Txn)
+			m.sh.Det.Passed(req.Txn)
 		}
 		return nil
 	}
@@ -73,14 +73,14 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 		st.c.Timeouts++
 		blockers := l.WaitsForNew(nil, req.Txn, req.Mode, upgrade)
 		st.mu.Unlock()
-		return lockErr("lock", req, blockers, txnlock.ErrLockNoWait)
+		return shell.LockErr("lock", req, blockers, txnlock.ErrLockNoWait)
 	}
 	w := m.enqueueLocked(st, l, &req, upgrade)
 	st.mu.Unlock()
 	if m.queued != nil {
 		m.queued(req.Txn)
 	}
-	err = w.Wait(ctx, timeout, m.clock, m.det)
+	err = w.Wait(ctx, timeout, m.clock, m.sh.Det)
 	if err == nil {
 		// The granter recorded the hold (in the Lock and in this
 		// transaction's record) and unlinked w before it woke it.
@@ -96,37 +96,15 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	m.leaveLocked(st, h, l, w, err)
 	st.mu.Unlock()
 	w.Release()
-	return lockErr("lock", req, blockers, err)
+	return shell.LockErr("lock", req, blockers, err)
 }
 
 // checkLock validates a request before any state is touched and returns its
 // key, column family map and resolved timeout.
-func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request) (key []byte, lm *lockMap, timeout time.Duration, err error) {
-	switch {
-	case ctx == nil:
-		return nil, nil, 0, txnlock.ErrNilContext
-	case m.closed.Load():
-		return nil, nil, 0, txnlock.ErrClosed
-	case !req.Txn.Valid():
-		return nil, nil, 0, txnlock.ErrInvalidTxn
-	case !req.Mode.Valid():
-		return nil, nil, 0, txnlock.ErrInvalidMode
-	}
-	if key, err = pointKey(&req.Range); err != nil {
-		return nil, nil, 0, err
-	}
-	if timeout = req.Timeout; timeout <= 0 || timeout == txnlock.WaitForever {
-		if timeout, err = optcheck.ResolveTimeout(timeout, m.opts.LockTimeout, m.finiteWaits); err != nil {
-			return nil, nil, 0, err
-		}
-	}
-	if lm = m.cfs.Get(req.CF); lm == nil {
-		return nil, nil, 0, txnlock.ErrUnknownColumnFamily
-	}
-	if err = ctx.Err(); err != nil {
-		return nil, nil, 0, err
-	}
-	return key, lm, timeout, nil
+func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request) ([]byte, *lockMap, time.Duration, error) {
+	key, rangeErr := pointKey(&req.Range)
+	lm, timeout, err := m.sh.CheckLock(ctx, req, rangeErr, m.opts.LockTimeout)
+	return key, lm, timeout, err
 }
 
 // pointKey returns the key of a [k, k] range. The common spelling (start
@@ -156,10 +134,10 @@ func pointKeySlow(r *txnlock.Range) ([]byte, error) {
 // lateErr is the error of a request that found its stripe dropped or the
 // manager closed once it held the stripe mutex.
 func (m *Manager) lateErr(req txnlock.Request) error {
-	if m.closed.Load() {
-		return lockErr("lock", req, nil, txnlock.ErrClosed)
+	if m.sh.Closed() {
+		return shell.LockErr("lock", req, nil, txnlock.ErrClosed)
 	}
-	return lockErr("lock", req, nil, txnlock.ErrUnknownColumnFamily)
+	return shell.LockErr("lock", req, nil, txnlock.ErrUnknownColumnFamily)
 }
 
 // reserveKey counts one more locked key against MaxLocks, or reports that
@@ -178,7 +156,7 @@ func (m *Manager) reserveKey() bool {
 func (m *Manager) enqueueLocked(st *stripe, l *locktable.Lock, req *txnlock.Request, upgrade bool) *lockwait.Waiter {
 	ref := txnlock.LockRef{CF: req.CF, Mode: req.Mode}
 	var det *locktable.Detector
-	if m.det != nil {
+	if m.sh.Det != nil {
 		// For the detector's reports; Status takes the key from the Lock.
 		det = l.Det()
 		if det.Ref.Start().Key() == nil { // not set since the Lock was made
@@ -190,20 +168,12 @@ func (m *Manager) enqueueLocked(st *stripe, l *locktable.Lock, req *txnlock.Requ
 	w.Upgrade, w.MaySkip = upgrade, upgrade // only an upgrade goes ahead of the queue
 	l.Enqueue(w)
 	st.c.BeginWait()
-	if m.det != nil {
+	if m.sh.Det != nil {
 		w.Ext = l
 		w.Src = st
 		w.Blocked = l.AppendHolders(w.Blocked[:0])
 		w.WatchGrants(l.GrantCount())
-		w.Stamp = m.det.Stamp()
+		w.Stamp = m.sh.Det.Stamp()
 	}
 	return w
-}
-
-func lockErr(op string, req txnlock.Request, blockers []txnlock.TxnID, err error) error {
-	r := req.Range
-	if r.Valid() {
-		r = r.Clone() // the caller may reuse its key buffer
-	}
-	return &txnlock.LockError{Op: op, Txn: req.Txn, CF: req.CF, Range: r, Mode: req.Mode, Blockers: blockers, Err: err}
 }

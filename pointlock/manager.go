@@ -7,7 +7,6 @@ import (
 
 	"github.com/txnlock/txnlock"
 
-	"github.com/txnlock/txnlock/internal/detect"
 	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/shell"
@@ -17,21 +16,17 @@ import (
 // keys, per column family, with FIFO waiting. It implements txnlock.Manager
 // and is safe for concurrent use.
 type Manager struct {
-	opts Options
-	det  detect.Graph // attached to Options.Detector; nil: no deadlock detection
-	// finiteWaits: the detector needs every wait to end by a timeout.
-	finiteWaits bool
-	clock       txnlock.Clock
-	kh          keytable.Hash
-	hashMask    uint64 // ^0; tests narrow it to force hash collisions
-	maxLocks    int64
-
-	cfs  shell.Families[lockMap] // the column families
-	txns shell.Records           // what each transaction holds
+	// sh is the column families, what each transaction holds and the
+	// detector: what both managers share.
+	sh       shell.Shell[lockMap, *lockMap]
+	opts     Options
+	clock    txnlock.Clock
+	kh       keytable.Hash
+	hashMask uint64 // ^0; tests narrow it to force hash collisions
+	maxLocks int64
 
 	// nlocks counts locked keys when maxLocks > 0 (unused otherwise).
 	nlocks atomic.Int64
-	closed atomic.Bool
 
 	// queued, if set, is called by a request that has joined a queue,
 	// with no latch held, before it waits: the contract tests order their
@@ -51,14 +46,10 @@ func New(opts Options) (*Manager, error) {
 		kh:       keytable.NewHash(),
 		hashMask: math.MaxUint64,
 		maxLocks: int64(opts.MaxLocks),
-		txns:     shell.NewRecords(opts.Stripes),
 	}
-	m.cfs.Init(func(idx uint16) *lockMap { return newLockMap(m, txnlock.DefaultColumnFamily, idx, opts.Stripes) })
-	if opts.Detector != nil {
-		d := opts.Detector.Seam()
-		m.det = d.Attach(lockCounter{m})
-		m.finiteWaits = d.FiniteWaits()
-	}
+	m.sh.Init(opts.Stripes, func(cf txnlock.ColumnFamily, idx uint16) *lockMap {
+		return newLockMap(m, cf, idx, opts.Stripes)
+	}, opts.Detector, lockCounter{m})
 	return m, nil
 }
 
@@ -72,99 +63,70 @@ func (m *Manager) hashString(key string) (uint64, int) {
 	return keytable.Sum(&m.kh, key) & m.hashMask, 0
 }
 
-// AddColumnFamily registers cf. ErrColumnFamilyExists if it exists,
-// ErrUnknownColumnFamily if it is negative.
-func (m *Manager) AddColumnFamily(cf txnlock.ColumnFamily) error {
-	m.cfs.Mu.Lock()
-	defer m.cfs.Mu.Unlock()
-	if m.closed.Load() {
-		return cfErr("add column family", cf, txnlock.ErrClosed)
-	}
-	err := m.cfs.AddLocked(cf, func(idx uint16) *lockMap { return newLockMap(m, cf, idx, m.opts.Stripes) })
-	if err != nil {
-		return cfErr("add column family", cf, err)
-	}
-	return nil
-}
+// AddColumnFamily registers cf (see txnlock.Manager).
+func (m *Manager) AddColumnFamily(cf txnlock.ColumnFamily) error { return m.sh.AddColumnFamily(cf) }
 
-// DropColumnFamily forgets cf. ErrColumnFamilyInUse while any key of cf is
-// held or requested, and for the default column family;
-// ErrUnknownColumnFamily if cf is not registered.
-func (m *Manager) DropColumnFamily(cf txnlock.ColumnFamily) error {
-	m.cfs.Mu.Lock()
-	defer m.cfs.Mu.Unlock()
-	if m.closed.Load() {
-		return cfErr("drop column family", cf, txnlock.ErrClosed)
-	}
-	lm, err := m.cfs.Family(cf)
-	switch {
-	case err != nil:
-		return cfErr("drop column family", cf, err)
-	case cf == txnlock.DefaultColumnFamily:
-		return cfErr("drop column family", cf, txnlock.ErrColumnFamilyInUse)
-	}
-	// Lock every stripe (in index order, the only place two stripes are
-	// held at once), check that all are empty, and mark them dropped so
-	// that a request that loaded the old registry fails.
+// DropColumnFamily forgets cf (see txnlock.Manager): ErrColumnFamilyInUse
+// while any lock is held or requested in it, and for the default column
+// family.
+func (m *Manager) DropColumnFamily(cf txnlock.ColumnFamily) error { return m.sh.DropColumnFamily(cf) }
+
+// Stats returns the manager's counters, summed over its column families
+// and those dropped so far.
+func (m *Manager) Stats() txnlock.Stats { return m.sh.Stats() }
+
+// Retire marks lm dropped, unless a key of it is held or requested
+// (shell.Family): every stripe is taken, in index order (the only place
+// two stripes are held at once), so that a request that loaded the old
+// registry fails.
+func (lm *lockMap) Retire(retired *txnlock.Stats) error {
 	for i := range lm.strip {
 		lm.strip[i].mu.Lock()
 	}
 	inUse := false
 	for i := range lm.strip {
-		if lm.strip[i].tab.Len() > 0 {
-			inUse = true
-			break
-		}
+		inUse = inUse || lm.strip[i].tab.Len() > 0
 	}
 	for i := range lm.strip {
 		st := &lm.strip[i]
 		st.dropped = !inUse
 		if !inUse {
-			st.c.AddTo(&m.cfs.Retired)
+			st.c.AddTo(retired)
 		}
 		st.mu.Unlock()
 	}
 	if inUse {
-		return cfErr("drop column family", cf, txnlock.ErrColumnFamilyInUse)
+		return txnlock.ErrColumnFamilyInUse
 	}
-	m.cfs.RemoveLocked(cf)
 	return nil
 }
 
 // Close fails every waiter with ErrClosed, drops every lock, and makes every
 // later call fail with ErrClosed. Closing twice returns ErrClosed.
 func (m *Manager) Close() error {
-	m.cfs.Mu.Lock()
-	defer m.cfs.Mu.Unlock()
-	if m.closed.Swap(true) {
-		return &txnlock.LockError{Op: "close", Err: txnlock.ErrClosed}
+	if err := m.sh.Close(); err != nil {
+		return err
 	}
-	for _, lm := range m.cfs.All {
-		for i := range lm.strip {
-			st := &lm.strip[i]
-			st.mu.Lock()
-			st.tab.All(func(_ uint64, l *locktable.Lock) bool {
-				// Waiters unlink themselves from the dropped Lock.
-				for w := l.Front(); w != nil; w = w.Next() {
-					w.Fail(txnlock.ErrClosed)
-				}
-				return true
-			})
-			st.tab.Reset()
-			st.held = 0
-			st.mu.Unlock()
-		}
-	}
-	m.txns.Clear()
 	m.nlocks.Store(0)
-	if m.det != nil {
-		m.det.Detach()
-	}
 	return nil
 }
 
-func cfErr(op string, cf txnlock.ColumnFamily, err error) error {
-	return &txnlock.LockError{Op: op, CF: cf, Err: err}
+// Close fails lm's waiters with ErrClosed and drops its locks
+// (shell.Family). Waiters unlink themselves from the dropped Locks.
+func (lm *lockMap) Close() {
+	for i := range lm.strip {
+		st := &lm.strip[i]
+		st.mu.Lock()
+		st.tab.All(func(_ uint64, l *locktable.Lock) bool {
+			for w := l.Front(); w != nil; w = w.Next() {
+				w.Fail(txnlock.ErrClosed)
+			}
+			return true
+		})
+		st.tab.Reset()
+		st.held = 0
+		st.mu.Unlock()
+	}
 }
 
 // now is the manager clock's time.

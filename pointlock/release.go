@@ -4,6 +4,7 @@ import (
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
+	"github.com/txnlock/txnlock/internal/shell"
 )
 
 // settleLocked restores l's invariants after its holders or its queue
@@ -12,14 +13,14 @@ import (
 // holds or waits for it. wasHeld says whether l had a holder before the
 // change. A closed manager grants nothing.
 func (m *Manager) settleLocked(st *stripe, h uint64, l *locktable.Lock, wasHeld bool) {
-	if l.Queued() > 0 && !m.closed.Load() {
+	if l.Queued() > 0 && !m.sh.Closed() {
 		var now = m.now()
 		for w := range l.Grants(nil, false) {
 			if !w.Claim() {
 				continue // failed meanwhile: its goroutine unlinks it
 			}
 			since := w.Since
-			m.txns.GrantWaiter(l, w, st.cfIdx)
+			m.sh.Txns.GrantWaiter(l, w, st.cfIdx)
 			w.Wake() // w is not touched after this
 			st.c.Acquired++
 			st.c.EndWait(nil, since, now)
@@ -53,34 +54,34 @@ func (m *Manager) leaveLocked(st *stripe, h uint64, l *locktable.Lock, w *lockwa
 // Unlock releases txn's lock on the key of r ([k, k]) in cf and wakes the
 // requests that can now be granted. ErrNotHeld if txn does not hold it.
 func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Range) error {
-	if m.closed.Load() {
-		return unlockErr(txn, cf, &r, txnlock.ErrClosed)
+	if m.sh.Closed() {
+		return shell.UnlockErr(txn, cf, r, txnlock.ErrClosed)
 	}
 	if !txn.Valid() {
-		return unlockErr(txn, cf, &r, txnlock.ErrInvalidTxn)
+		return shell.UnlockErr(txn, cf, r, txnlock.ErrInvalidTxn)
 	}
 	key, err := pointKey(&r)
 	if err != nil {
-		return unlockErr(txn, cf, &r, err)
+		return shell.UnlockErr(txn, cf, r, err)
 	}
-	lm := m.cfs.Get(cf)
+	lm := m.sh.Fams.Get(cf)
 	if lm == nil {
-		return unlockErr(txn, cf, &r, txnlock.ErrUnknownColumnFamily)
+		return shell.UnlockErr(txn, cf, r, txnlock.ErrUnknownColumnFamily)
 	}
 	h := m.hash(key)
 	st := lm.stripe(h)
 	st.mu.Lock()
-	if st.dropped || m.closed.Load() {
+	if st.dropped || m.sh.Closed() {
 		st.mu.Unlock()
-		if m.closed.Load() {
-			return unlockErr(txn, cf, &r, txnlock.ErrClosed)
+		if m.sh.Closed() {
+			return shell.UnlockErr(txn, cf, r, txnlock.ErrClosed)
 		}
-		return unlockErr(txn, cf, &r, txnlock.ErrUnknownColumnFamily)
+		return shell.UnlockErr(txn, cf, r, txnlock.ErrUnknownColumnFamily)
 	}
 	l, _ := st.tab.Find(h, key)
-	if l == nil || !m.txns.Release(l, txn) {
+	if l == nil || !m.sh.Txns.Release(l, txn) {
 		st.mu.Unlock()
-		return unlockErr(txn, cf, &r, txnlock.ErrNotHeld)
+		return shell.UnlockErr(txn, cf, r, txnlock.ErrNotHeld)
 	}
 	st.c.Released++
 	if l.Empty() {
@@ -97,37 +98,30 @@ func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.R
 	return nil
 }
 
-func unlockErr(txn txnlock.TxnID, cf txnlock.ColumnFamily, r *txnlock.Range, err error) error {
-	return lockErr("unlock", txnlock.Request{Txn: txn, CF: cf, Range: *r}, nil, err)
-}
-
 // UnlockAll releases every lock txn holds, one at a time, at a cost
 // proportional to what it holds. Releasing nothing is not an error.
 func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
-	if m.closed.Load() {
-		return &txnlock.LockError{Op: "unlock all", Txn: txn, Err: txnlock.ErrClosed}
-	}
-	if !txn.Valid() {
-		return &txnlock.LockError{Op: "unlock all", Txn: txn, Err: txnlock.ErrInvalidTxn}
+	if err := m.sh.CheckUnlockAll(txn); err != nil {
+		return err
 	}
 	for {
 		// Take the last hold from the record, then release it under its
 		// key's stripe (stripe before record is the lock order, so the two
 		// are taken one after the other and the key is looked up again).
-		l, h, _, home, _, done := m.txns.Next(txn, m.hashString)
+		l, h, _, home, _, done := m.sh.Txns.Next(txn, m.hashString)
 		if done {
 			return nil
 		}
-		st := m.cfs.At(home).stripe(h)
+		st := m.sh.Fams.At(home).stripe(h)
 		st.mu.Lock()
-		if st.dropped || m.closed.Load() {
+		if st.dropped || m.sh.Closed() {
 			st.mu.Unlock()
 			return nil
 		}
 		// l may have been released meanwhile (by a concurrent Unlock of
 		// this transaction) and even recycled: act only if it is still in
 		// the table and held by txn.
-		if st.tab.Has(h, l) && m.txns.Release(l, txn) {
+		if st.tab.Has(h, l) && m.sh.Txns.Release(l, txn) {
 			st.c.Released++
 			m.settleLocked(st, h, l, true)
 		}

@@ -14,7 +14,7 @@ import (
 func (m *Manager) Status() txnlock.Status {
 	var s txnlock.Status
 	var snap locktable.Snapshot
-	for _, lm := range m.cfs.All {
+	for _, lm := range m.sh.Fams.All {
 		for i := range lm.strip {
 			st := &lm.strip[i]
 			st.mu.Lock()
@@ -27,20 +27,14 @@ func (m *Manager) Status() txnlock.Status {
 	return s
 }
 
-// Stats returns the manager's counters, summed over stripes (and over the
-// column families dropped so far).
-func (m *Manager) Stats() txnlock.Stats {
-	m.cfs.Mu.Lock() // no column family is dropped meanwhile
-	defer m.cfs.Mu.Unlock()
-	s := m.cfs.Retired
-	for _, lm := range m.cfs.All {
-		for i := range lm.strip {
-			st := &lm.strip[i]
-			st.mu.Lock()
-			st.c.AddTo(&s)
-			s.CurrentLocks += st.held
-			st.mu.Unlock()
-		}
+// AddStats adds lm's counters, summed over its stripes, and its locked
+// keys to s (shell.Family; the manager's Stats sums them).
+func (lm *lockMap) AddStats(s *txnlock.Stats) {
+	for i := range lm.strip {
+		st := &lm.strip[i]
+		st.mu.Lock()
+		st.c.AddTo(s)
+		s.CurrentLocks += st.held
+		st.mu.Unlock()
 	}
-	return s
 }

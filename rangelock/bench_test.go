@@ -243,7 +243,7 @@ func BenchmarkWideWaiterBlockers(b *testing.B) {
 	for m.Stats().Waiting < waiters {
 		runtime.Gosched()
 	}
-	f := m.fams.Get(0)
+	f := m.sh.Fams.Get(0)
 	f.lockStripes()
 	var ws []*waiter
 	for lw := f.wide.Front(); lw != nil; lw = lw.Next() {

@@ -164,7 +164,7 @@ func namedBehind(l *locktable.Lock, seq uint64, gone txnlock.TxnID, again []rech
 // goneLocked is the transaction of waiter w, which leaves without a grant,
 // for markWideLocked: zero (nothing to recheck) without a detector.
 func (f *family) goneLocked(w *waiter) txnlock.TxnID {
-	if f.m.det == nil {
+	if f.m.sh.Det == nil {
 		return 0
 	}
 	return w.txn
@@ -215,7 +215,7 @@ type recheck struct {
 // is held.
 func (f *family) recheckAll(rs []recheck) {
 	for _, r := range rs {
-		f.m.det.Recheck(r.lw, r.txn)
+		f.m.sh.Det.Recheck(r.lw, r.txn)
 	}
 }
 

@@ -148,7 +148,7 @@ func TestKeptBlockersFailedAhead(t *testing.T) {
 		t3 := asyncLock(m, txnlock.Request{Txn: 3, Range: mustRange(t, "b", "d"), Mode: txnlock.Exclusive})
 		waitUntilWaiting(t, 3)
 		require.NoError(t, m.checkInvariants()) // keeps T3's answer: T2
-		f := m.fams.Get(0)
+		f := m.sh.Fams.Get(0)
 		f.lockStripes()
 		var t2w *waiter
 		f.forEachWaiterLocked(func(w *waiter) {

@@ -86,9 +86,9 @@ var _ detect.LockCounter = lockCounter{}
 // its wide locks in each family where it may hold some, counted under
 // that family's latches.
 func (c lockCounter) LocksHeld(txn txnlock.TxnID) int {
-	n := c.m.txns.Count(txn)
-	for _, f := range c.m.fams.All {
-		if c.m.txns.Wide(txn, f.idx) {
+	n := c.m.sh.Txns.Count(txn)
+	for _, f := range c.m.sh.Fams.All {
+		if c.m.sh.Txns.Wide(txn, f.idx) {
 			f.lockStripes()
 			n += f.tree.TxnCount(txn)
 			f.unlockStripes()

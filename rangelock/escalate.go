@@ -27,7 +27,7 @@ func (f *family) escalate() {
 	f.orderPointsLocked() // mayJoinLocked scans points by range
 	f.escalations++
 	f.newEpochLocked()
-	for _, txn := range f.m.txns.Txns(f.idx) {
+	for _, txn := range f.m.sh.Txns.Txns(f.idx) {
 		for _, run := range f.exclusiveRunsLocked(txn) {
 			hull, err := txnlock.NewRange(run[0].Start(), run[len(run)-1].End())
 			if err != nil {

@@ -173,9 +173,9 @@ func (f *family) inUseLocked() bool {
 	return false
 }
 
-// close fails every waiter with ErrClosed and drops every lock. The
-// waiters unlink themselves when they wake.
-func (f *family) close() {
+// Close fails every waiter with ErrClosed and drops every lock
+// (shell.Family). The waiters unlink themselves when they wake.
+func (f *family) Close() {
 	f.lockStripes()
 	defer f.unlockStripes()
 	f.dead = txnlock.ErrClosed

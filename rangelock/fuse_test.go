@@ -16,7 +16,7 @@ func TestFusedFollowsWideActivity(t *testing.T) {
 	require.NoError(t, err)
 	defer m.Close()
 	ctx := context.Background()
-	f := m.fams.Get(0)
+	f := m.sh.Fams.Get(0)
 	fused := func() bool { return f.fused.Load() }
 	lock := func(txn txnlock.TxnID, r txnlock.Range) error {
 		return m.Lock(ctx, txnlock.Request{Txn: txn, Range: r, Mode: txnlock.Exclusive, Timeout: txnlock.NoWait})

@@ -25,10 +25,10 @@ import (
 //   - every active waiter that is not shared keeps the answer to the
 //     detector that a fresh walk gives (checkKeptLocked).
 func (m *Manager) checkInvariants() error {
-	if m.closed.Load() {
+	if m.sh.Closed() {
 		return nil
 	}
-	for _, f := range m.fams.All {
+	for _, f := range m.sh.Fams.All {
 		f.lockStripes()
 		err := f.checkLocked()
 		f.unlockStripes()
@@ -121,7 +121,7 @@ func (f *family) checkStripeLocked(s *stripe) error {
 			mem += pointLockBytes + keyBytes(len(l.Key()))
 			l.Holders(func(hd *locktable.Holder) bool {
 				mem += holdBytes
-				if !f.m.txns.Recorded(hd) || hd.Home != f.idx {
+				if !f.m.sh.Txns.Recorded(hd) || hd.Home != f.idx {
 					err = fmt.Errorf("key %q: the hold of %v is not at its slot in its live record, or names family %d", l.Key(), hd.Txn(), hd.Home)
 				}
 				return err == nil

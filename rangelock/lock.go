@@ -2,7 +2,6 @@ package rangelock
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/txnlock/txnlock"
@@ -10,7 +9,7 @@ import (
 	"github.com/txnlock/txnlock/internal/latch"
 	"github.com/txnlock/txnlock/internal/locktable"
 	"github.com/txnlock/txnlock/internal/lockwait"
-	"github.com/txnlock/txnlock/internal/optcheck"
+	"github.com/txnlock/txnlock/internal/shell"
 	"github.com/txnlock/txnlock/internal/waitsfor"
 )
 
@@ -27,7 +26,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	k, point := req.Range.PointKey()
 	f, timeout, err := m.checkLock(ctx, &req, point)
 	if err != nil {
-		return lockErr("lock", req, nil, err)
+		return shell.LockErr("lock", req, nil, err)
 	}
 	if !point {
 		return m.lockSlow(ctx, f, &request{txn: req.Txn, r: req.Range, mode: req.Mode, stripe: wideStripe}, req, timeout)
@@ -35,7 +34,7 @@ func (m *Manager) Lock(ctx context.Context, req txnlock.Request) error {
 	h, si := m.hashKey(k)
 	if done, err := f.lockPointFast(req.Txn, k, h, si, req.Mode); done {
 		if err != nil {
-			return lockErr("lock", req, nil, err)
+			return shell.LockErr("lock", req, nil, err)
 		}
 		return nil
 	}
@@ -50,7 +49,7 @@ func (m *Manager) lockSlow(ctx context.Context, f *family, q *request, req txnlo
 		if err != txnlock.ErrLockTimeout && err != txnlock.ErrLockNoWait {
 			blockers = nil // LockError.Blockers is for timeouts and NoWait refusals
 		}
-		return lockErr("lock", req, blockers, err)
+		return shell.LockErr("lock", req, blockers, err)
 	}
 	return nil
 }
@@ -58,35 +57,11 @@ func (m *Manager) lockSlow(ctx context.Context, f *family, q *request, req txnlo
 // checkLock validates a Lock call and returns its family and resolved
 // timeout. point says req.Range is [k, k] (so it is valid).
 func (m *Manager) checkLock(ctx context.Context, req *txnlock.Request, point bool) (*family, time.Duration, error) {
-	switch {
-	case ctx == nil:
-		return nil, 0, txnlock.ErrNilContext
-	case m.closed.Load():
-		return nil, 0, txnlock.ErrClosed
-	case !req.Txn.Valid():
-		return nil, 0, txnlock.ErrInvalidTxn
-	case !req.Mode.Valid():
-		return nil, 0, txnlock.ErrInvalidMode
-	case !point && !req.Range.Valid():
-		return nil, 0, txnlock.ErrInvalidRange
+	var rangeErr error
+	if !point && !req.Range.Valid() {
+		rangeErr = txnlock.ErrInvalidRange
 	}
-	timeout, err := optcheck.ResolveTimeout(req.Timeout, m.opts.LockTimeout, m.finiteWaits)
-	if err != nil {
-		return nil, 0, err
-	}
-	f, err := m.fams.Family(req.CF)
-	if err != nil {
-		return nil, 0, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, 0, err
-	}
-	return f, timeout, nil
-}
-
-// lockErr wraps err for the request.
-func lockErr(op string, req txnlock.Request, blockers []txnlock.TxnID, err error) error {
-	return &txnlock.LockError{Op: strings.ReplaceAll(op, "-", " "), Txn: req.Txn, CF: req.CF, Range: req.Range, Mode: req.Mode, Blockers: blockers, Err: err}
+	return m.sh.CheckLock(ctx, req, rangeErr, m.opts.LockTimeout)
 }
 
 // wideStripe is request.stripe for a wide request.
@@ -235,12 +210,12 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 		// A request granted past queued requests that conflict with it
 		// (an upgrade, or one that skips them) makes them wait for its
 		// transaction, which may wait elsewhere (detect.Graph.Passed).
-		passed := m.det != nil && (!q.point() || f.wide.Len() > 0 || (l != nil && l.Queued() > 0)) &&
+		passed := m.sh.Det != nil && (!q.point() || f.wide.Len() > 0 || (l != nil && l.Queued() > 0)) &&
 			f.conflictAheadLocked(q, newRequest)
 		f.acquireLocked(q, l)
 		f.unlockReqLocks(held)
 		if passed {
-			m.det.Passed(q.txn)
+			m.sh.Det.Passed(q.txn)
 		}
 		return nil, nil
 	}
@@ -255,7 +230,7 @@ func (f *family) lock(ctx context.Context, q *request, timeout time.Duration) ([
 	if m.queued != nil {
 		m.queued(q.txn)
 	}
-	err := w.lw.Wait(ctx, timeout, m.clock, m.det)
+	err := w.lw.Wait(ctx, timeout, m.clock, m.sh.Det)
 	if err == nil {
 		// The granter unlinked w.lw before it signalled and touches it
 		// no more.
@@ -367,7 +342,7 @@ func (f *family) enqueueLocked(q *request, l *locktable.Lock) *waiter {
 		f.wide.PushBack(w.lw, w.seq)
 		f.wideCounters.BeginWait()
 	}
-	if det := f.m.det; det != nil {
+	if det := f.m.sh.Det; det != nil {
 		lw := w.lw
 		lw.Src = &f.src
 		lw.Stamp = det.Stamp()

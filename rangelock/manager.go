@@ -2,11 +2,9 @@ package rangelock
 
 import (
 	"math/rand/v2"
-	"sync/atomic"
 
 	"github.com/txnlock/txnlock"
 
-	"github.com/txnlock/txnlock/internal/detect"
 	"github.com/txnlock/txnlock/internal/keytable"
 	"github.com/txnlock/txnlock/internal/shell"
 )
@@ -14,19 +12,15 @@ import (
 // Manager is the range lock manager (txnlock.Manager). It is safe for
 // concurrent use.
 type Manager struct {
-	opts Options
-	det  detect.Graph // attached to Options.Detector; nil: no deadlock detection
-	// finiteWaits: the detector needs every wait to end by a timeout.
-	finiteWaits bool
-	clock       txnlock.Clock
-	kh          keytable.Hash // hashes point keys (see hashKey)
-	seed        uint64        // hashes point keys to stripes with Options.fixedHash (see stripeOf)
-	mask        uint64        // Stripes - 1
-
-	closed atomic.Bool
-	fams   shell.Families[family] // the column families
-	txns   shell.Records          // what each transaction holds
-	mem    memBudget
+	// sh is the column families, what each transaction holds and the
+	// detector: what both managers share.
+	sh    shell.Shell[family, *family]
+	opts  Options
+	clock txnlock.Clock
+	kh    keytable.Hash // hashes point keys (see hashKey)
+	seed  uint64        // hashes point keys to stripes with Options.fixedHash (see stripeOf)
+	mask  uint64        // Stripes - 1
+	mem   memBudget
 
 	// queued, if set, is called by a request that has joined a queue,
 	// with no latch held, before it waits: the contract tests order their
@@ -53,13 +47,8 @@ func New(opts Options) (*Manager, error) {
 		m.seed = 0
 	}
 	m.mem.init(opts.MaxLockMemory)
-	m.txns = shell.NewRecords(opts.Stripes)
-	m.fams.Init(func(idx uint16) *family { return newFamily(m, txnlock.DefaultColumnFamily, idx) })
-	if opts.Detector != nil {
-		d := opts.Detector.Seam()
-		m.det = d.Attach(lockCounter{m})
-		m.finiteWaits = d.FiniteWaits()
-	}
+	m.sh.Init(opts.Stripes, func(cf txnlock.ColumnFamily, idx uint16) *family { return newFamily(m, cf, idx) },
+		opts.Detector, lockCounter{m})
 	return m, nil
 }
 
@@ -67,60 +56,31 @@ func New(opts Options) (*Manager, error) {
 func (m *Manager) Options() Options { return m.opts }
 
 // AddColumnFamily registers cf (see txnlock.Manager).
-func (m *Manager) AddColumnFamily(cf txnlock.ColumnFamily) error {
-	m.fams.Mu.Lock()
-	defer m.fams.Mu.Unlock()
-	if m.closed.Load() {
-		return lockErr("add-column-family", txnlock.Request{CF: cf}, nil, txnlock.ErrClosed)
-	}
-	if err := m.fams.AddLocked(cf, func(idx uint16) *family { return newFamily(m, cf, idx) }); err != nil {
-		return lockErr("add-column-family", txnlock.Request{CF: cf}, nil, err)
-	}
-	return nil
-}
+func (m *Manager) AddColumnFamily(cf txnlock.ColumnFamily) error { return m.sh.AddColumnFamily(cf) }
 
 // DropColumnFamily forgets cf (see txnlock.Manager): ErrColumnFamilyInUse
-// while any lock is held or requested in it, and for the default family.
-func (m *Manager) DropColumnFamily(cf txnlock.ColumnFamily) error {
-	req := txnlock.Request{CF: cf}
-	m.fams.Mu.Lock()
-	defer m.fams.Mu.Unlock()
-	if m.closed.Load() {
-		return lockErr("drop-column-family", req, nil, txnlock.ErrClosed)
-	}
-	f, err := m.fams.Family(cf)
-	if err != nil {
-		return lockErr("drop-column-family", req, nil, err)
-	}
-	if cf == txnlock.DefaultColumnFamily {
-		return lockErr("drop-column-family", req, nil, txnlock.ErrColumnFamilyInUse)
-	}
-	f.lockStripes()
-	defer f.unlockStripes()
-	if f.inUseLocked() {
-		return lockErr("drop-column-family", req, nil, txnlock.ErrColumnFamilyInUse)
-	}
-	f.dead = txnlock.ErrUnknownColumnFamily
-	f.addCountersLocked(&m.fams.Retired)
-	f.resetMemLocked()
-	m.fams.RemoveLocked(cf)
-	return nil
-}
+// while any lock is held or requested in it, and for the default column
+// family.
+func (m *Manager) DropColumnFamily(cf txnlock.ColumnFamily) error { return m.sh.DropColumnFamily(cf) }
+
+// Stats returns the manager's counters, summed over its column families
+// and those dropped so far.
+func (m *Manager) Stats() txnlock.Stats { return m.sh.Stats() }
 
 // Close fails every waiter with ErrClosed, drops every lock, and makes
 // every later call fail with ErrClosed. Closing twice returns ErrClosed.
-func (m *Manager) Close() error {
-	m.fams.Mu.Lock()
-	defer m.fams.Mu.Unlock()
-	if m.closed.Swap(true) {
-		return &txnlock.LockError{Op: "close", Err: txnlock.ErrClosed}
+func (m *Manager) Close() error { return m.sh.Close() }
+
+// Retire marks f dropped, unless a lock is held or requested in it
+// (shell.Family).
+func (f *family) Retire(retired *txnlock.Stats) error {
+	f.lockStripes()
+	defer f.unlockStripes()
+	if f.inUseLocked() {
+		return txnlock.ErrColumnFamilyInUse
 	}
-	for _, f := range m.fams.All {
-		f.close()
-	}
-	m.txns.Clear()
-	if m.det != nil {
-		m.det.Detach()
-	}
+	f.dead = txnlock.ErrUnknownColumnFamily
+	f.addCountersLocked(retired)
+	f.resetMemLocked()
 	return nil
 }

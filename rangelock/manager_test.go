@@ -212,7 +212,7 @@ func TestFailedRequestsLeaveNoRecord(t *testing.T) {
 			require.ErrorIs(t, err, txnlock.ErrLockNotGranted)
 		}
 	}
-	require.Equal(t, 1, m.txns.Len(), "only the holder's record")
+	require.Equal(t, 1, m.sh.Txns.Len(), "only the holder's record")
 	require.NoError(t, m.UnlockAll(1))
-	require.Zero(t, m.txns.Len())
+	require.Zero(t, m.sh.Txns.Len())
 }

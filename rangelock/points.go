@@ -153,9 +153,9 @@ func (s *stripe) grantPointLocked(l *locktable.Lock, txn txnlock.TxnID, mode txn
 		s.pointMem += holdBytes
 	}
 	if lw != nil {
-		s.f.m.txns.GrantWaiter(l, lw, s.f.idx)
+		s.f.m.sh.Txns.GrantWaiter(l, lw, s.f.idx)
 	} else {
-		s.f.m.txns.Grant(l, txn, mode, s.f.idx)
+		s.f.m.sh.Txns.Grant(l, txn, mode, s.f.idx)
 	}
 	s.f.pointChangedLocked(l, txn)
 }
@@ -165,7 +165,7 @@ func (s *stripe) grantPointLocked(l *locktable.Lock, txn txnlock.TxnID, mode txn
 // grants nothing and keeps l: the caller re-checks l's queue and drops l
 // if it is empty.
 func (s *stripe) releaseHoldLocked(l *locktable.Lock, txn txnlock.TxnID) bool {
-	if !s.f.m.txns.Release(l, txn) {
+	if !s.f.m.sh.Txns.Release(l, txn) {
 		return false
 	}
 	s.releasedLocked(l)
@@ -229,7 +229,7 @@ func (s *stripe) resetPointsLocked() {
 // pointsOfLocked calls fn for each point lock of txn in f until fn
 // returns false. Every stripe is held.
 func (f *family) pointsOfLocked(txn txnlock.TxnID, fn func(l *locktable.Lock, mode txnlock.Mode) bool) {
-	f.m.txns.Holds(txn, f.idx, func(hd *locktable.Holder) bool { return fn(hd.Lock(), hd.Mode()) })
+	f.m.sh.Txns.Holds(txn, f.idx, func(hd *locktable.Holder) bool { return fn(hd.Lock(), hd.Mode()) })
 }
 
 // releasePointsInLocked releases txn's point locks with keys in r, after

@@ -7,6 +7,7 @@ import (
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/locktable"
+	"github.com/txnlock/txnlock/internal/shell"
 )
 
 // A release re-checks only the waiters that overlap what it freed: the
@@ -23,19 +24,19 @@ import (
 func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Range) error {
 	k, point := r.PointKey()
 	switch {
-	case m.closed.Load():
-		return unlockErr(txn, cf, r, txnlock.ErrClosed)
+	case m.sh.Closed():
+		return shell.UnlockErr(txn, cf, r, txnlock.ErrClosed)
 	case !txn.Valid():
-		return unlockErr(txn, cf, r, txnlock.ErrInvalidTxn)
+		return shell.UnlockErr(txn, cf, r, txnlock.ErrInvalidTxn)
 	case !point && !r.Valid():
-		return unlockErr(txn, cf, r, txnlock.ErrInvalidRange)
+		return shell.UnlockErr(txn, cf, r, txnlock.ErrInvalidRange)
 	}
-	f, err := m.fams.Family(cf)
+	f, err := m.sh.Fams.Family(cf)
 	if err == nil {
 		err = f.unlock(txn, r, k, point)
 	}
 	if err != nil {
-		return unlockErr(txn, cf, r, err)
+		return shell.UnlockErr(txn, cf, r, err)
 	}
 	return nil
 }
@@ -44,23 +45,19 @@ func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.R
 // point at a time and then its wide locks family by family, at a cost
 // proportional to what it holds.
 func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
-	req := txnlock.Request{Txn: txn}
-	switch {
-	case m.closed.Load():
-		return lockErr("unlock-all", req, nil, txnlock.ErrClosed)
-	case !txn.Valid():
-		return lockErr("unlock-all", req, nil, txnlock.ErrInvalidTxn)
+	if err := m.sh.CheckUnlockAll(txn); err != nil {
+		return err
 	}
 	for {
 		// Take what txn still holds from its record, then release it
 		// under the latches (they come before the record in the lock
 		// order). A grant or an escalation may add to the record
 		// meanwhile: Next finds it.
-		l, h, si, home, wide, done := m.txns.Next(txn, m.hashKeyString)
+		l, h, si, home, wide, done := m.sh.Txns.Next(txn, m.hashKeyString)
 		if done {
 			return nil
 		}
-		f := m.fams.At(home)
+		f := m.sh.Fams.At(home)
 		if f == nil {
 			return nil // closed meanwhile
 		}
@@ -83,11 +80,6 @@ func (m *Manager) UnlockAll(txn txnlock.TxnID) error {
 	}
 }
 
-// unlockErr wraps err for an Unlock call.
-func unlockErr(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Range, err error) error {
-	return lockErr("unlock", txnlock.Request{Txn: txn, CF: cf, Range: r}, nil, err)
-}
-
 // unlock releases r of txn (Manager.Unlock); r is [k, k] if point.
 func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool) error {
 	if point {
@@ -96,7 +88,7 @@ func (f *family) unlock(txn txnlock.TxnID, r txnlock.Range, k []byte, point bool
 			// Without wide locks of txn, [k, k] is only a point of its
 			// stripe. (wideSeen is set, and the record notes txn wide,
 			// with every stripe held, as a wide lock is acquired.)
-			if f.wideSeen && f.m.txns.Wide(txn, f.idx) {
+			if f.wideSeen && f.m.sh.Txns.Wide(txn, f.idx) {
 				return nil
 			}
 			return s.lockOfLocked(h, k)
@@ -130,7 +122,7 @@ func (f *family) unlockPoint(txn txnlock.TxnID, si int, find func(s *stripe) *lo
 		return f.dead
 	}
 	l := find(s)
-	if l == nil && f.wideSeen && f.m.txns.Wide(txn, f.idx) {
+	if l == nil && f.wideSeen && f.m.sh.Txns.Wide(txn, f.idx) {
 		mu.Unlock()
 		return errWide
 	}

@@ -24,12 +24,12 @@ func (m *Manager) Status() txnlock.Status {
 	// under the latches (locktable.Snapshot) after them, so that a scrape
 	// costs a hot key one copy of its queue.
 	var st txnlock.Status
-	if m.closed.Load() {
+	if m.sh.Closed() {
 		return st
 	}
 	var snap locktable.Snapshot
 	var queues txnlock.Status // the rows of snap: its waits, and the locks it repeats
-	for _, f := range m.fams.All {
+	for _, f := range m.sh.Fams.All {
 		f.lockStripes()
 		if f.dead != nil {
 			f.unlockStripes()
@@ -203,27 +203,20 @@ func subtractRanges(rs, minus []txnlock.Range) []txnlock.Range {
 	return out
 }
 
-// Stats returns the manager's counters, summed over the column families
-// (and over those dropped so far). CurrentLocks counts held point locks (a
-// key with several holders once) and held wide (transaction, range)
-// entries. LockMemory is exact.
-func (m *Manager) Stats() txnlock.Stats {
-	m.fams.Mu.Lock() // no column family is dropped meanwhile
-	defer m.fams.Mu.Unlock()
-	s := m.fams.Retired
-	for _, f := range m.fams.All {
-		f.lockStripes()
-		f.addCountersLocked(&s)
-		s.CurrentLocks += int64(f.tree.Len())
-		s.LockMemory += f.treeMemory()
-		for i := range f.stripes {
-			st := &f.stripes[i]
-			s.CurrentLocks += st.held
-			s.LockMemory += st.lockMemory()
-		}
-		f.unlockStripes()
+// AddStats adds f's counters to s (shell.Family; the manager's Stats sums
+// them): CurrentLocks counts held point locks (a key with several holders
+// once) and held wide (transaction, range) entries; LockMemory is exact.
+func (f *family) AddStats(s *txnlock.Stats) {
+	f.lockStripes()
+	defer f.unlockStripes()
+	f.addCountersLocked(s)
+	s.CurrentLocks += int64(f.tree.Len())
+	s.LockMemory += f.treeMemory()
+	for i := range f.stripes {
+		st := &f.stripes[i]
+		s.CurrentLocks += st.held
+		s.LockMemory += st.lockMemory()
 	}
-	return s
 }
 
 // addCountersLocked adds f's counters (requests, waits, escalations) to

@@ -380,7 +380,7 @@ func (w *waiter) conflictsWithAny(hs []holding) bool {
 // took the record meanwhile), so that UnlockAll finds them. A request
 // that never gets its wide lock leaves no record. Every stripe is held.
 func (f *family) acquireWideLocked(txn txnlock.TxnID, r txnlock.Range, mode txnlock.Mode) {
-	f.m.txns.NoteWide(txn, f.idx)
+	f.m.sh.Txns.NoteWide(txn, f.idx)
 	f.wideSeen = true
 	f.tree.Acquire(txn, r, mode)
 	f.syncTreeMemLocked()

@@ -1,7 +1,8 @@
 // Package shell is what the two lock managers share around the lock table
-// core (internal/locktable): the registry of column families and the
-// transactions' records of what they hold. A manager keeps one Families
-// and one Records, and its own latches, waits and detector seam.
+// core (internal/locktable): the registry of column families, the
+// transactions' records of what they hold, the attachment to the deadlock
+// detector, and the calls that add, drop and close (Shell). A manager
+// embeds a Shell and keeps its own latches, lock tables and waits.
 package shell
 
 import (
