@@ -97,9 +97,10 @@ package pointlock
 //	            drops an empty key
 //	stripe.go   column family → stripes (a seeded hash of the key picks
 //	            one); a stripe is a latch, a locktable.Table and counters
-//	manager.go  New, column families and Close over internal/shell's
-//	            registry and records (what each transaction holds, as a
-//	            locktable.Holds, so UnlockAll costs what it holds)
+//	manager.go  New, column families and Close: internal/shell's Shell
+//	            (the registry, the records of what each transaction holds,
+//	            as a locktable.Holds, so UnlockAll costs what it holds, and
+//	            the detector's attachment) and the stripes' part of them
 //	detect.go   the detector's questions, answered under a stripe latch
 //
 // Bad input returns a *txnlock.LockError before any state is touched. A
