@@ -39,6 +39,11 @@ type Txn struct {
 	// locks it holds (not sent again), released at the end.
 	h      *txnlock.Txn
 	keyBuf []byte
+	// deleted holds the keys (with their column family prefix) whose
+	// newest write in batch is a deletion: a read of one is answered
+	// without Pebble, which would walk every version of the key in the
+	// memtable below the batch's tombstone. Made on the first delete.
+	deleted map[string]struct{}
 }
 
 // Begin starts a transaction. opts may be nil. It fails with ErrClosed on a
@@ -150,8 +155,12 @@ func (t *Txn) getLocked(cf txnlock.ColumnFamily, key []byte) (_ []byte, _ bool, 
 	if err := t.db.checkOpenLocked("get", t.id); err != nil {
 		return nil, false, err
 	}
+	k := t.key(cf, key)
+	if _, ok := t.deleted[string(k)]; ok {
+		return nil, false, nil
+	}
 	defer t.db.recoverPebble("get", t.id, &err)
-	v, closer, err := t.batch.Get(t.key(cf, key))
+	v, closer, err := t.batch.Get(k)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -202,7 +211,12 @@ func (t *Txn) PutUntracked(cf txnlock.ColumnFamily, key, value []byte) error {
 	if err := t.db.checkCF("put", t.id, cf); err != nil {
 		return err
 	}
-	return t.batch.Set(t.key(cf, key), value, nil)
+	k := t.key(cf, key)
+	if err := t.batch.Set(k, value, nil); err != nil {
+		return err
+	}
+	delete(t.deleted, string(k))
+	return nil
 }
 
 // DeleteUntracked deletes key without locking it; see PutUntracked.
@@ -213,7 +227,15 @@ func (t *Txn) DeleteUntracked(cf txnlock.ColumnFamily, key []byte) error {
 	if err := t.db.checkCF("delete", t.id, cf); err != nil {
 		return err
 	}
-	return t.batch.Delete(t.key(cf, key), nil)
+	k := t.key(cf, key)
+	if err := t.batch.Delete(k, nil); err != nil {
+		return err
+	}
+	if t.deleted == nil {
+		t.deleted = make(map[string]struct{})
+	}
+	t.deleted[string(k)] = struct{}{}
+	return nil
 }
 
 // Commit applies the transaction's writes atomically (synced to the WAL if

@@ -35,6 +35,35 @@ func TestReadYourWrites(t *testing.T) {
 	}
 }
 
+// TestReadYourDeletes: a transaction's own delete hides the key, and its
+// own later write shows again, over committed versions of the key (one
+// delete then insert of a row, as sysbench's oltp_write_only does), in
+// each column family on its own.
+func TestReadYourDeletes(t *testing.T) {
+	e := openMem(t, kinds[0])
+	cf, err := e.db.CreateColumnFamily("other")
+	require.NoError(t, err)
+	for i := range 3 { // versions of "k" under the transaction's reads
+		w := begin(t, e.db)
+		require.NoError(t, w.Put(bg, txnlock.DefaultColumnFamily, []byte("k"), []byte(fmt.Sprint("v", i))))
+		require.NoError(t, w.Put(bg, cf, []byte("k"), []byte("other")))
+		require.NoError(t, w.Commit())
+	}
+	txn := begin(t, e.db)
+	require.NoError(t, txn.Delete(bg, txnlock.DefaultColumnFamily, []byte("k")))
+	require.Equal(t, "<none>", get(t, txn, "k"), "own delete hides the committed versions")
+	v, found, err := txn.Get(cf, []byte("k"))
+	require.NoError(t, err)
+	require.True(t, found, "the same key in another column family is not deleted")
+	require.Equal(t, "other", string(v))
+	require.NoError(t, txn.Put(bg, txnlock.DefaultColumnFamily, []byte("k"), []byte("again")))
+	require.Equal(t, "again", get(t, txn, "k"), "own write after own delete")
+	require.NoError(t, txn.Delete(bg, txnlock.DefaultColumnFamily, []byte("k")))
+	require.Equal(t, "<none>", get(t, txn, "k"))
+	require.NoError(t, txn.Commit())
+	require.Equal(t, "<none>", get(t, begin(t, e.db), "k"))
+}
+
 func TestRollbackDiscards(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(string(kind), func(t *testing.T) {
