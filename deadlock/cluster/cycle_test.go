@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,6 +15,9 @@ import (
 // HTTP keep-alive connections between embedded etcd members, which the
 // members leave to the runtime when they close (the package uses no HTTP).
 func TestMain(m *testing.M) {
+	if os.Getenv(nodeEnv) != "" {
+		os.Exit(nodeMain())
+	}
 	goleak.VerifyTestMain(m,
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
 		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
