@@ -24,10 +24,6 @@ type detector struct {
 	mu     sync.Mutex
 	peers  map[string]*peer
 	nextID uint64
-
-	// testingBetweenReads, if set, runs between the two confirmation
-	// reads (tests only).
-	testingBetweenReads func()
 }
 
 // peer is one node's stream and what it exported.

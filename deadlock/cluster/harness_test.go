@@ -90,7 +90,7 @@ func (ec *etcdCluster) close() {
 }
 
 func (ec *etcdCluster) client(t testing.TB) *clientv3.Client {
-	cli, err := clientv3.New(clientv3.Config{Endpoints: ec.endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientConfig(ec.endpoints))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cli.Close() })
 	return cli
@@ -197,4 +197,17 @@ func (tn *testNode) waiting(t testing.TB, txn txnlock.TxnID) {
 		}
 		return false
 	})
+}
+
+// clientConfig is the etcd client's configuration in the tests: gRPC
+// keepalives find a dead connection (a stopped member, a blackholed
+// link) within a second or two, as a node's lease needs.
+func clientConfig(endpoints []string) clientv3.Config {
+	return clientv3.Config{
+		Endpoints:            endpoints,
+		DialTimeout:          5 * time.Second,
+		DialKeepAliveTime:    500 * time.Millisecond,
+		DialKeepAliveTimeout: 500 * time.Millisecond,
+		Logger:               zap.NewNop(),
+	}
 }

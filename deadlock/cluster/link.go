@@ -110,14 +110,28 @@ func (n *Node) stream(l leader) (leader, bool) {
 const dialTimeout = time.Second
 
 func (n *Node) dial(addr string) (net.Conn, error) {
-	d := net.Dialer{Timeout: dialTimeout}
 	ctx, cancel := context.WithTimeout(n.ctx, dialTimeout)
 	defer cancel()
-	if n.opts.ClientTLS != nil {
-		td := tls.Dialer{NetDialer: &d, Config: n.opts.ClientTLS}
-		return td.DialContext(ctx, "tcp", addr)
+	dial := n.opts.Dial
+	if dial == nil {
+		d := net.Dialer{Timeout: dialTimeout}
+		dial = func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
 	}
-	return d.DialContext(ctx, "tcp", addr)
+	c, err := dial(ctx, addr)
+	if err != nil || n.opts.ClientTLS == nil {
+		return c, err
+	}
+	cfg := n.opts.ClientTLS
+	if cfg.ServerName == "" {
+		cfg = cfg.Clone()
+		cfg.ServerName, _, _ = net.SplitHostPort(addr)
+	}
+	tc := tls.Client(c, cfg)
+	if err := tc.HandshakeContext(ctx); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	return tc, nil
 }
 
 // exporter computes what the node sends: the waits reported at least

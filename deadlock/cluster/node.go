@@ -38,6 +38,9 @@ type Node struct {
 	leaderCh chan leader
 
 	c counters
+	// testingBetweenReads, if set, runs between the two confirmation
+	// reads of the elected detector (tests only).
+	testingBetweenReads atomic.Pointer[func()]
 
 	mu struct {
 		sync.Mutex
@@ -135,7 +138,11 @@ func (n *Node) nodeKey(id string) string {
 // register opens a session and puts the node's key under its lease,
 // unless another live node holds the id.
 func (n *Node) register(ctx context.Context) (*concurrency.Session, error) {
-	s, err := concurrency.NewSession(n.opts.Client, concurrency.WithTTL(n.opts.LeaseTTL), concurrency.WithContext(n.sessCtx))
+	lease, err := n.opts.Client.Grant(ctx, int64(n.opts.LeaseTTL))
+	if err != nil {
+		return nil, fmt.Errorf("txnlock: cluster: lease: %w", err)
+	}
+	s, err := concurrency.NewSession(n.opts.Client, concurrency.WithLease(lease.ID), concurrency.WithTTL(n.opts.LeaseTTL), concurrency.WithContext(n.sessCtx))
 	if err != nil {
 		return nil, fmt.Errorf("txnlock: cluster: session: %w", err)
 	}

@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"time"
 
@@ -51,6 +53,10 @@ type Options struct {
 	// ServerTLS, if set, makes the listener speak TLS; ClientTLS, if set,
 	// makes the node dial the detector with TLS. Default: nil (plain TCP).
 	ServerTLS, ClientTLS *tls.Config
+	// Dial, if set, opens the node's connection to the elected detector's
+	// address (ClientTLS then applies on top of it). Default: nil, a TCP
+	// dial.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 	// Delay is how long a wait lasts before the node exports it to the
 	// elected detector: shorter waits never leave the node.
 	// Default: DefaultDelay (100ms).

@@ -19,7 +19,6 @@ import (
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/rangelock"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // The process harness: the test binary runs itself as a node process
@@ -78,7 +77,7 @@ func report(e *DeadlockError) *cycleReport {
 func nodeMain() int {
 	env := func(k string) string { return os.Getenv(nodeEnv + "_" + k) }
 	atoi := func(k string) int { v, _ := strconv.Atoi(env(k)); return v }
-	cli, err := clientv3.New(clientv3.Config{Endpoints: strings.Split(env("ENDPOINTS"), ","), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientConfig(strings.Split(env("ENDPOINTS"), ",")))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

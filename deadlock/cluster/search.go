@@ -150,8 +150,8 @@ func (d *detector) confirm(ctx context.Context, cyc []step) (*wireDeadlock, int)
 	}
 	entries := make([]entry, len(cyc))
 	for round := range 2 {
-		if round == 1 && d.testingBetweenReads != nil {
-			d.testingBetweenReads()
+		if f := d.n.testingBetweenReads.Load(); round == 1 && f != nil {
+			(*f)()
 		}
 		var mu sync.Mutex
 		bad := -1
