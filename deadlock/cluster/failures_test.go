@@ -171,8 +171,7 @@ func TestEtcdLeaderStopped(t *testing.T) {
 	epoch := a.Stats().Epoch
 	for _, m := range ec.members {
 		if m.Server.Leader() == m.Server.MemberID() {
-			m.Server.HardStop()
-			m.Close()
+			ec.stop(m)
 		}
 	}
 	require.NoError(t, a.lock(1, "x", txnlock.Exclusive))
@@ -180,7 +179,7 @@ func TestEtcdLeaderStopped(t *testing.T) {
 	w1 := b.goLock(1, "y")
 	b.waiting(t, 1)
 	w2 := a.goLock(2, "x")
-	require.ErrorIs(t, <-w2, txnlock.ErrDeadlock)
+	require.ErrorIs(t, <-w2, txnlock.ErrDeadlock, "a: %v\nb: %v", a.Stats(), b.Stats())
 	require.NoError(t, a.m.UnlockAll(2))
 	require.NoError(t, b.m.UnlockAll(2))
 	require.NoError(t, <-w1)

@@ -22,6 +22,7 @@ import (
 type etcdCluster struct {
 	members   []*embed.Etcd
 	endpoints []string
+	stopped   map[*embed.Etcd]bool // members closed
 }
 
 func freePort(t testing.TB) string {
@@ -33,7 +34,7 @@ func freePort(t testing.TB) string {
 
 func startEtcd(t testing.TB, size int) *etcdCluster {
 	t.Helper()
-	ec := &etcdCluster{}
+	ec := &etcdCluster{stopped: map[*embed.Etcd]bool{}}
 	var cfgs []*embed.Config
 	var initial []string
 	for i := range size {
@@ -85,6 +86,14 @@ func (ec *etcdCluster) add(e *embed.Etcd) {
 
 func (ec *etcdCluster) close() {
 	for _, e := range ec.members {
+		ec.stop(e)
+	}
+}
+
+// stop closes member e, once.
+func (ec *etcdCluster) stop(e *embed.Etcd) {
+	if !ec.stopped[e] {
+		ec.stopped[e] = true
 		e.Close()
 	}
 }

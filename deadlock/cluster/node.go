@@ -331,7 +331,18 @@ func (n *Node) Close() error {
 	n.mu.Unlock()
 	n.cancel()
 	err := n.ln.Close()
-	n.wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		n.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Duration(n.opts.LeaseTTL) * time.Second):
+		// A campaign cancelled on an unreachable etcd resigns with the
+		// client's own context (package concurrency): it ends when that
+		// request does, at the latest when the client closes.
+	}
 	n.sessCancel()
 	return errors.Join(err, n.local.Close())
 }
