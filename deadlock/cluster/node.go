@@ -42,6 +42,8 @@ type Node struct {
 	// reads of the elected detector (tests only).
 	testingBetweenReads atomic.Pointer[func()]
 
+	// mu guards the node's state that its goroutines change and Stats,
+	// History and Close read.
 	mu struct {
 		sync.Mutex
 		session   *concurrency.Session // nil while the node is not registered
@@ -251,6 +253,10 @@ func (n *Node) observe(e *concurrency.Election) {
 			default:
 			}
 			n.leaderCh <- l
+		}
+		select { // the observation broke (etcd unreachable): again, shortly
+		case <-n.ctx.Done():
+		case <-time.After(retryPause):
 		}
 	}
 }
