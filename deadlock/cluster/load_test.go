@@ -15,8 +15,8 @@ import (
 )
 
 // A randomized load over three node processes: transactions lock points
-// and ranges, Shared and Exclusive (upgrades included), on any node, and
-// release some locks mid-transaction. Before any victim of a cross-node
+// and ranges, Shared and Exclusive (upgrades included), on any node,
+// cancel some requests and release some locks mid-transaction. Before any victim of a cross-node
 // cycle is failed, the clients are paused and the cycle is checked
 // against every node's Status: each member waits, on its node, for the
 // next. No false deadlock is allowed, some cycles must be found, and at
@@ -60,7 +60,7 @@ func TestLoadNoFalseDeadlocks(t *testing.T) {
 
 	const workers, txnsPerWorker = 8, 60
 	var nextTxn atomic.Uint64
-	var deadlocks, timeouts atomic.Int64
+	var deadlocks, timeouts, cancels atomic.Int64
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
@@ -85,13 +85,19 @@ func TestLoadNoFalseDeadlocks(t *testing.T) {
 						l.c.Mode = txnlock.Exclusive
 					}
 					gate.RLock()
-					ch := l.p.do(l.c)
+					ch, id := l.p.send(l.c)
+					if rng.IntN(8) == 0 { // a cancel, while it waits or not
+						l.p.call(command{Op: "cancel", Target: id})
+					}
 					gate.RUnlock()
 					a := <-ch
 					if a.Err != "" {
-						if a.Timeout {
+						switch {
+						case a.Timeout:
 							timeouts.Add(1)
-						} else {
+						case strings.Contains(a.Err, "context canceled"):
+							cancels.Add(1)
+						default:
 							deadlocks.Add(1)
 						}
 						break
@@ -125,7 +131,7 @@ func TestLoadNoFalseDeadlocks(t *testing.T) {
 	for _, p := range nodes {
 		victims += p.stats().Victims
 	}
-	t.Logf("deadlocks=%d (cross-node victims %d, cycles checked %d) timeouts=%d", deadlocks.Load(), victims, checked.Load(), timeouts.Load())
+	t.Logf("deadlocks=%d (cross-node victims %d, cycles checked %d) timeouts=%d cancels=%d", deadlocks.Load(), victims, checked.Load(), timeouts.Load(), cancels.Load())
 	require.Zero(t, falseOnes.Load())
 	require.Positive(t, victims, "no cross-node cycle formed")
 	require.Zero(t, timeouts.Load(), "a wait ended by timeout: a cycle was missed")

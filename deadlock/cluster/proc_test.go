@@ -31,12 +31,14 @@ const nodeEnv = "TXNLOCK_CLUSTER_NODE"
 // command is one order to a node process; the answer carries its ID.
 type command struct {
 	ID    uint64        `json:"id"`
-	Op    string        `json:"op"` // lock, unlock, unlockall, status, stats, verdict
+	Op    string        `json:"op"` // lock, cancel, unlock, unlockall, status, stats, verdict
 	Txn   txnlock.TxnID `json:"txn,omitempty"`
 	Start string        `json:"start,omitempty"`
 	End   string        `json:"end,omitempty"` // empty: the point Start
 	Mode  txnlock.Mode  `json:"mode,omitempty"`
 	OK    bool          `json:"ok,omitempty"` // verdict: let the cycle's victim fail
+	// Target is the ID of the lock a cancel cancels.
+	Target uint64 `json:"target,omitempty"`
 }
 
 // answer is a node process's reply to a command (ID set), or a cycle the
@@ -125,6 +127,8 @@ func nodeMain() int {
 	}
 	defer m.Close()
 	emit(answer{Err: "ready " + n.Addr()})
+	var cancelsMu sync.Mutex
+	cancels := map[uint64]func(){} // cancel the lock in flight of this ID, and wait for its end
 	in := bufio.NewScanner(os.Stdin)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -135,7 +139,30 @@ func nodeMain() int {
 		}
 		switch c.Op {
 		case "lock":
-			wg.Go(func() { emit(lockAnswer(c, m.Lock(context.Background(), c.request()))) })
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			cancelsMu.Lock()
+			cancels[c.ID] = func() { cancel(); <-done }
+			cancelsMu.Unlock()
+			wg.Go(func() {
+				err := m.Lock(ctx, c.request())
+				cancelsMu.Lock()
+				delete(cancels, c.ID)
+				cancelsMu.Unlock()
+				cancel()
+				emit(lockAnswer(c, err))
+				close(done)
+			})
+		case "cancel": // answered once the lock's wait is over
+			cancelsMu.Lock()
+			cancel := cancels[c.Target]
+			cancelsMu.Unlock()
+			wg.Go(func() {
+				if cancel != nil {
+					cancel()
+				}
+				emit(answer{ID: c.ID})
+			})
 		case "unlock":
 			emit(errAnswer(c.ID, m.Unlock(c.Txn, 0, c.request().Range)))
 		case "unlockall":
@@ -280,6 +307,12 @@ func startProc(t testing.TB, ec *etcdCluster, id string, o procOptions) *procNod
 // do sends c and returns the channel its answer comes on (closed if the
 // process ends first).
 func (p *procNode) do(c command) <-chan answer {
+	ch, _ := p.send(c)
+	return ch
+}
+
+// send is do, and returns the command's ID too.
+func (p *procNode) send(c command) (<-chan answer, uint64) {
 	ch := make(chan answer, 1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -291,7 +324,7 @@ func (p *procNode) do(c command) <-chan answer {
 		delete(p.pending, c.ID)
 		close(ch)
 	}
-	return ch
+	return ch, c.ID
 }
 
 func (p *procNode) call(c command) answer { return <-p.do(c) }
