@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
@@ -41,7 +40,7 @@ func edges(ws map[uint64]wait) []string {
 // and whom they wait for.
 func (tn *testNode) exports() []string {
 	ws := map[uint64]wait{}
-	for _, r := range tn.waits.older(time.Now().Add(-tn.opts.Delay)) {
+	for _, r := range tn.waits.exportable() {
 		if to, ok := r.waitsFor(); ok && len(to) > 0 {
 			slices.Sort(to)
 			ws[r.seq] = wait{Seq: r.seq, Txn: r.txn, To: to}

@@ -80,7 +80,7 @@ func (n *Node) stream(l leader) (leader, bool) {
 	for {
 		now := n.opts.Local.Clock.Now()
 		full := now.Sub(lastSnapshot) >= n.opts.SnapshotInterval
-		if m := ex.next(now, full); m != nil {
+		if m := ex.next(full); m != nil {
 			m.Epoch = l.epoch
 			if sc.send(m) != nil {
 				return leader{}, true
@@ -102,6 +102,7 @@ func (n *Node) stream(l leader) (leader, bool) {
 				return nl, true
 			}
 		case <-tick.C:
+			n.waits.advance()
 		}
 	}
 }
@@ -135,7 +136,7 @@ func (n *Node) dial(addr string) (net.Conn, error) {
 }
 
 // exporter computes what the node sends: the waits reported at least
-// Delay ago, with whom each waits for now.
+// Delay ago (exportAge ticks), with whom each waits for now.
 type exporter struct {
 	n    *Node
 	sent map[uint64]wait // what the detector has of the node's waits
@@ -143,11 +144,11 @@ type exporter struct {
 
 // next returns a snapshot if full, else a delta from what was sent, or
 // nil if nothing changed.
-func (ex *exporter) next(now time.Time, full bool) *message {
+func (ex *exporter) next(full bool) *message {
 	n := ex.n
 	cur := map[uint64]wait{}
 	var dropped uint64
-	for _, r := range n.waits.older(now.Add(-n.opts.Delay)) {
+	for _, r := range n.waits.exportable() {
 		to, ok := r.waitsFor()
 		if !ok || len(to) == 0 {
 			continue
@@ -231,8 +232,8 @@ func (n *Node) serveDetector(sc *conn, epoch int64) {
 func (n *Node) confirm(m *message) *message {
 	a := &message{Kind: kindAnswer, ID: m.ID, OK: true}
 	for _, c := range m.Check {
-		r := n.waits.get(c.Seq)
-		if r == nil || r.txn != c.Txn {
+		r, ok := n.waits.get(c.Seq)
+		if !ok || r.txn != c.Txn {
 			a.OK = false
 			break
 		}
@@ -262,8 +263,8 @@ func (n *Node) fail(d *wireDeadlock) bool {
 	if d == nil {
 		return false
 	}
-	r := n.waits.get(d.Wait)
-	if r == nil || r.txn != d.Victim {
+	r, ok := n.waits.get(d.Wait)
+	if !ok || r.txn != d.Victim {
 		return false
 	}
 	err := d.toError()

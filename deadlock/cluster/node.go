@@ -24,7 +24,7 @@ type Node struct {
 	// a manager's latch.
 	opts  Options
 	local *deadlock.Detector
-	waits waits
+	waits *waits
 	ln    net.Listener
 	addr  string // what the other nodes dial
 
@@ -91,7 +91,7 @@ func Join(ctx context.Context, opts Options) (*Node, error) {
 	if opts.ServerTLS != nil {
 		ln = tls.NewListener(ln, opts.ServerTLS)
 	}
-	n := &Node{opts: opts, local: local, waits: newWaits(opts.Local.Clock), ln: ln, leaderCh: make(chan leader, 1)}
+	n := &Node{opts: opts, local: local, waits: newWaits(), ln: ln, leaderCh: make(chan leader, 1)}
 	n.addr = opts.AdvertiseAddr
 	if n.addr == "" {
 		n.addr = ln.Addr().String()

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/txnlock/txnlock"
 	"github.com/txnlock/txnlock/internal/detect"
@@ -20,7 +19,7 @@ type seamOf Node
 // attachment.
 func (s *seamOf) Attach(c detect.LockCounter) detect.Graph {
 	n := (*Node)(s)
-	return &graph{Graph: n.local.Seam().Attach(c), w: &n.waits, c: c, n: n}
+	return &graph{Graph: n.local.Seam().Attach(c), w: n.waits, c: c, n: n}
 }
 
 // FiniteWaits is true: a wait across nodes whose link to the detector is
@@ -52,109 +51,138 @@ func (g *graph) Unblock(w detect.Waiter) {
 // waits are the waits of a node's managers that their waiters have
 // reported (Block) and not yet ended (Unblock): what the node exports,
 // and what it reads when the detector asks it to confirm a cycle or fail
-// a wait.
+// a wait. Most waits are over in microseconds, so a wait's record costs
+// no clock read and no allocation: its age is counted in ticks of the
+// node's stream (every half Delay), and records are recycled.
 type waits struct {
-	seq atomic.Uint64
-	// mu guards byWaiter and bySeq; a record's own mutex guards the
-	// calls to its waiter. Lock order: mu, then a record's mu.
+	seq  atomic.Uint64
+	tick atomic.Uint64
+	pool sync.Pool // of *record
+	// mu guards byWaiter; a record's own mutex guards the calls to its
+	// waiter. Lock order: mu, then a record's mu.
 	mu       sync.Mutex
 	byWaiter map[detect.Waiter]*record
-	bySeq    map[uint64]*record
-	clock    txnlock.Clock
 }
 
-// record is one tracked wait. Its waiter is asked only with mu held and
-// gone false: Unblock sets gone under mu before it returns, so the waiter
-// is never asked after its wait ended (it may be recycled).
+// exportAge is how many ticks a wait must have been reported for to be
+// exported: three ticks of half Delay make at least Delay, at most one
+// and a half.
+const exportAge = 3
+
+// record is one tracked wait. Its fields change only under mu, when it is
+// taken for a wait (add) or let go (remove), and its waiter is asked only
+// under mu, after a check that it is still the wait asked about (seq) and
+// that the wait was not removed (gone): Unblock sets gone before it
+// returns, so a waiter is never asked after its wait ended (it may be
+// recycled, and so may the record).
 type record struct {
-	seq   uint64
-	txn   txnlock.TxnID
-	since time.Time
-	c     detect.LockCounter
-	mu    sync.Mutex
-	w     detect.Waiter
-	gone  bool
+	mu   sync.Mutex
+	seq  uint64 // the wait's number: unique for the node's lifetime
+	txn  txnlock.TxnID
+	tick uint64 // when it was reported
+	c    detect.LockCounter
+	w    detect.Waiter
+	gone bool
 }
 
-func newWaits(clock txnlock.Clock) waits {
-	return waits{byWaiter: map[detect.Waiter]*record{}, bySeq: map[uint64]*record{}, clock: clock}
+// ref names one wait: its record, while the record's seq is the same.
+type ref struct {
+	r   *record
+	seq uint64
+	txn txnlock.TxnID
+}
+
+func newWaits() *waits {
+	return &waits{byWaiter: map[detect.Waiter]*record{}, pool: sync.Pool{New: func() any { return new(record) }}}
 }
 
 func (ws *waits) add(w detect.Waiter, c detect.LockCounter) {
-	r := &record{seq: ws.seq.Add(1), txn: w.Txn(), since: ws.clock.Now(), c: c, w: w}
+	r := ws.pool.Get().(*record)
+	r.mu.Lock()
+	r.seq, r.txn, r.tick, r.c, r.w, r.gone = ws.seq.Add(1), w.Txn(), ws.tick.Load(), c, w, false
+	r.mu.Unlock()
 	ws.mu.Lock()
 	ws.byWaiter[w] = r
-	ws.bySeq[r.seq] = r
 	ws.mu.Unlock()
 }
 
 func (ws *waits) remove(w detect.Waiter) {
 	ws.mu.Lock()
 	r := ws.byWaiter[w]
-	if r != nil {
-		delete(ws.byWaiter, w)
-		delete(ws.bySeq, r.seq)
-	}
+	delete(ws.byWaiter, w)
 	ws.mu.Unlock()
 	if r != nil {
 		r.mu.Lock()
-		r.gone = true
+		r.gone, r.c, r.w = true, nil, nil
 		r.mu.Unlock()
+		ws.pool.Put(r)
 	}
 }
 
-// older returns the records reported at or before t, oldest first.
-func (ws *waits) older(t time.Time) []*record {
+// advance moves the waits' clock by one tick.
+func (ws *waits) advance() { ws.tick.Add(1) }
+
+// exportable returns the waits reported exportAge ticks ago or before,
+// in the order they were reported.
+func (ws *waits) exportable() []ref {
+	cur := ws.tick.Load()
 	ws.mu.Lock()
-	var out []*record
-	for _, r := range ws.bySeq {
-		if !r.since.After(t) {
-			out = append(out, r)
+	var out []ref
+	for _, r := range ws.byWaiter {
+		if r.tick+exportAge <= cur {
+			out = append(out, ref{r, r.seq, r.txn})
 		}
 	}
 	ws.mu.Unlock()
-	slices.SortFunc(out, func(a, b *record) int { return cmp.Compare(a.seq, b.seq) })
+	slices.SortFunc(out, func(a, b ref) int { return cmp.Compare(a.seq, b.seq) })
 	return out
 }
 
-func (ws *waits) get(seq uint64) *record {
+// get returns the wait numbered seq, if it is tracked: a look through
+// every wait, for the detector's rare questions.
+func (ws *waits) get(seq uint64) (ref, bool) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
-	return ws.bySeq[seq]
+	for _, r := range ws.byWaiter {
+		if r.seq == seq {
+			return ref{r, r.seq, r.txn}, true
+		}
+	}
+	return ref{}, false
+}
+
+// lock locks the record and reports whether it still holds the wait.
+func (x ref) lock() bool {
+	x.r.mu.Lock()
+	return !x.r.gone && x.r.seq == x.seq
 }
 
 // waitsFor reads whom the wait waits for now, from the manager's live
 // lock table; false if the wait is over.
-func (r *record) waitsFor() ([]txnlock.TxnID, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.gone || !r.w.Active() {
+func (x ref) waitsFor() ([]txnlock.TxnID, bool) {
+	defer x.r.mu.Unlock()
+	if !x.lock() || !x.r.w.Active() {
 		return nil, false
 	}
-	return r.w.WaitsFor(nil)
+	return x.r.w.WaitsFor(nil)
 }
 
 // describe reads the wait for a report; false if the wait is over.
-func (r *record) describe() (entry, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.gone || !r.w.Active() {
+func (x ref) describe() (entry, bool) {
+	defer x.r.mu.Unlock()
+	if !x.lock() || !x.r.w.Active() {
 		return entry{}, false
 	}
-	lock, since := r.w.Requested()
+	lock, since := x.r.w.Requested()
 	held := 0
-	if r.c != nil {
-		held = r.c.LocksHeld(r.txn)
+	if x.r.c != nil {
+		held = x.r.c.LocksHeld(x.txn)
 	}
-	return entry{Txn: r.txn, Lock: toWire(lock), LocksHeld: held, Since: since}, true
+	return entry{Txn: x.txn, Lock: toWire(lock), LocksHeld: held, Since: since}, true
 }
 
 // fail ends the wait with err if it still waits.
-func (r *record) fail(err error) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.gone {
-		return false
-	}
-	return r.w.Fail(err)
+func (x ref) fail(err error) bool {
+	defer x.r.mu.Unlock()
+	return x.lock() && x.r.w.Fail(err)
 }
