@@ -15,6 +15,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 )
 
 // etcdCluster is an embedded etcd of several members on loopback, with
@@ -209,14 +211,19 @@ func (tn *testNode) waiting(t testing.TB, txn txnlock.TxnID) {
 }
 
 // clientConfig is the etcd client's configuration in the tests: gRPC
-// keepalives find a dead connection (a stopped member, a blackholed
-// link) within a second or two, as a node's lease needs.
+// keepalives find a dead connection (a blackholed link), and the client
+// reconnects to another member, within a fraction of a node's lease.
 func clientConfig(endpoints []string) clientv3.Config {
 	return clientv3.Config{
 		Endpoints:            endpoints,
 		DialTimeout:          5 * time.Second,
 		DialKeepAliveTime:    500 * time.Millisecond,
 		DialKeepAliveTimeout: 500 * time.Millisecond,
-		Logger:               zap.NewNop(),
+		// Reconnect to another member within a fraction of the lease.
+		DialOptions: []grpc.DialOption{grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 300 * time.Millisecond},
+			MinConnectTimeout: 300 * time.Millisecond,
+		})},
+		Logger: zap.NewNop(),
 	}
 }
