@@ -153,12 +153,12 @@ type CycleEntry struct {
 // is true.
 type DeadlockError struct {
 	Victim TxnID
-	// Cycle lists the transactions in wait order: Cycle[i] waits for
-	// Cycle[i+1] (the last for Cycle[0]), which holds a lock Cycle[i]'s
-	// request conflicts with, or has a request queued ahead of it that it
-	// waits for. A queue on the way is expanded: a request that stands
-	// between two transactions is a member of the cycle. Empty when
-	// LimitExceeded.
+	// Cycle lists the transactions in wait order, from the victim:
+	// Cycle[i] waits for Cycle[i+1] (the last for Cycle[0]), which holds
+	// a lock Cycle[i]'s request conflicts with, or has a request queued
+	// ahead of it that it waits for. A queue on the way is expanded: a
+	// request that stands between two transactions is a member of the
+	// cycle. Empty when LimitExceeded.
 	Cycle []CycleEntry
 	// LimitExceeded: no cycle was found; the search hit the detector's
 	// depth, step or time limit and the breaker policy assumes a deadlock.

@@ -64,12 +64,14 @@ func (f *fakeManager) UnlockAll(txn txnlock.TxnID) error {
 func (f *fakeManager) modeAt(txn txnlock.TxnID, cf txnlock.ColumnFamily, key []byte) txnlock.Mode {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var mode txnlock.Mode
-	f.tree(cf).HoldsIn(txn, txnlock.Point(key), func(_ txnlock.Range, m txnlock.Mode) bool {
-		mode = m
-		return false
-	})
-	return mode
+	t, k := f.tree(cf), txnlock.Point(key)
+	switch {
+	case t.Covered(txn, k, txnlock.Exclusive):
+		return txnlock.Exclusive
+	case t.Covered(txn, k, txnlock.Shared):
+		return txnlock.Shared
+	}
+	return 0
 }
 
 func (f *fakeManager) AddColumnFamily(txnlock.ColumnFamily) error  { return nil }

@@ -333,8 +333,12 @@ func simpleCycle(walk []*edge) []*edge {
 // returns the deadlock to fail it with.
 func (c *core) verdict(cycle []*edge) verdict {
 	c.describe(cycle)
-	v := cycle[c.chooseVictim(cycle)]
-	return verdict{victim: v.wait, err: &txnlock.DeadlockError{Victim: v.txn, Cycle: entries(cycle), Time: c.opts.Clock.Now(), Seq: c.hist.nextSeq()}}
+	i := c.chooseVictim(cycle)
+	v := cycle[i]
+	// The report starts at the victim, whichever wait's search found the
+	// cycle: the same deadlock reads the same.
+	report := append(slices.Clone(cycle[i:]), cycle[:i]...)
+	return verdict{victim: v.wait, err: &txnlock.DeadlockError{Victim: v.txn, Cycle: entries(report), Time: c.opts.Clock.Now(), Seq: c.hist.nextSeq()}}
 }
 
 // describe asks each wait what it requests and since when, and how many

@@ -33,7 +33,6 @@ func TestBadInput(t *testing.T) {
 	require.False(t, tr.HasConflict(2, zero, txnlock.Exclusive))
 	require.False(t, tr.Covered(1, zero, txnlock.Shared))
 	require.False(t, tr.Covered(2, k, txnlock.Shared))
-	require.Zero(t, tr.Escalate(1<<40, nil), "under budget: nothing to do")
 
 	require.Equal(t, before, segmentString(tr))
 	require.Equal(t, mem, tr.Memory())

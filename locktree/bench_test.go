@@ -102,13 +102,6 @@ func BenchmarkConflicts(b *testing.B) {
 			}
 		}
 	})
-	b.Run("tree/Blockers", func(b *testing.B) {
-		b.ReportAllocs()
-		for i := range b.N {
-			q := qs[i%len(qs)]
-			tr.Blockers(q.txn, q.r, q.mode, func(txnlock.TxnID) bool { found++; return true })
-		}
-	})
 	b.Run("list/Conflicts", func(b *testing.B) {
 		for i := range b.N {
 			q := qs[i%len(qs)]
@@ -172,22 +165,5 @@ func BenchmarkReleaseAll(b *testing.B) {
 			tr.Acquire(1000, r, txnlock.Exclusive)
 		}
 		tr.ReleaseAll(1000, nil)
-	}
-}
-
-// BenchmarkEscalate: 10,000 Exclusive points of 10 transactions, each
-// transaction's points in its own stretch of keys, escalated to half their
-// memory.
-func BenchmarkEscalate(b *testing.B) {
-	b.ReportAllocs()
-	for range b.N {
-		b.StopTimer()
-		tr := New()
-		for i := range 10_000 {
-			tr.Acquire(txnlock.TxnID(1+i/1000), benchRange(uint64(i)*2, 1), txnlock.Exclusive)
-		}
-		budget := tr.Memory() / 2
-		b.StartTimer()
-		tr.Escalate(budget, nil)
 	}
 }

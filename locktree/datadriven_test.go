@@ -21,8 +21,6 @@ import (
 //	release txn=<id>              one range per line: Release
 //	release-all txn=<id>          ReleaseAll
 //	holds txn=<id>                Holds
-//	escalate budget=<n|current-n> [barrier lines]: Escalate; a barrier line
-//	                              is a range: no join may cover its keys
 //	dump                          Ascend, then the segments
 //
 // Ranges are written as Range.String prints them: "[a, b)", "(a, +inf)",
@@ -107,27 +105,6 @@ func runCommand(t *testing.T, tr *Tree, d *datadriven.TestData) string {
 		writeHolds(&sb, tr, txn)
 	case "holds":
 		writeHolds(&sb, tr, txn)
-	case "escalate":
-		var b string
-		d.ScanArgs(t, "budget", &b)
-		budget := parseBudget(t, tr, b)
-		barriers := parseRanges(t, d.Input)
-		var barrier func(l, r txnlock.Range) bool
-		if len(barriers) > 0 {
-			barrier = func(l, r txnlock.Range) bool {
-				for _, x := range barriers {
-					if l.End().Compare(x.End()) < 0 && x.Start().Compare(r.Start()) < 0 {
-						fmt.Fprintf(&sb, "barrier %v stops joining %v and %v\n", x, l, r)
-						return true
-					}
-				}
-				return false
-			}
-		}
-		segs := tr.Segments()
-		joins := tr.Escalate(budget, barrier)
-		fmt.Fprintf(&sb, "joins: %d, segments: %d -> %d, under budget: %v\n", joins, segs, tr.Segments(), tr.Memory() <= budget)
-		writeDump(&sb, tr)
 	case "dump":
 		writeDump(&sb, tr)
 	default:
@@ -160,7 +137,7 @@ func writeDump(sb *strings.Builder, tr *Tree) {
 			sb.WriteString("  " + line + "\n")
 		}
 	}
-	fmt.Fprintf(sb, "len=%d segments=%d\n", tr.Len(), tr.Segments())
+	fmt.Fprintf(sb, "len=%d segments=%d\n", tr.Len(), tr.segments())
 }
 
 func parseMode(t *testing.T, s string) txnlock.Mode {
@@ -172,21 +149,6 @@ func parseMode(t *testing.T, s string) txnlock.Mode {
 	}
 	t.Fatalf("unknown mode %q", s)
 	return 0
-}
-
-func parseBudget(t *testing.T, tr *Tree, s string) int64 {
-	if rest, ok := strings.CutPrefix(s, "current-"); ok {
-		n, err := strconv.ParseInt(rest, 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr.Memory() - n
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
 }
 
 func parseRanges(t *testing.T, input string) []txnlock.Range {

@@ -2,7 +2,7 @@
 // set of held range locks, each a transaction, a range of keys and a mode,
 // with the queries a lock manager needs — who blocks this request, does the
 // transaction already hold it, what does it hold — and the changes —
-// acquire, release, release all, escalate.
+// acquire, release, release all.
 //
 //	tr := locktree.New()
 //	if !tr.HasConflict(txn, r, mode) { // the manager checks, then records
@@ -40,7 +40,7 @@
 //
 // Internally the tree cuts the key order wherever the set of owners
 // changes, and stores the pieces between the cuts: disjoint segments, each
-// with its owners and their modes (Segments counts them). Three Shared
+// with its owners and their modes. Three Shared
 // locks with different, overlapping endpoints:
 //
 //	txn 1 S  [a ─────────────── k]
@@ -72,17 +72,10 @@
 // keys; a further owner of a shared segment costs about 24 bytes. Memory
 // reports the tree's footprint, kept current as segments come and go, and
 // within 5% of the heap the Go runtime measures for it: a manager can hold
-// it to a budget.
-//
-// # Escalation
-//
-// When a manager's lock memory exceeds its budget it calls Escalate, which
-// trades precision for memory: a transaction's neighbouring Exclusive
-// ranges become one range that covers the keys between them, saving a
-// segment per join. A join never crosses keys another transaction holds (it
-// must not create a conflict with a granted lock), nor a place where the
-// caller's barrier says no (for example, keys a waiting request wants).
-// Every key a transaction held stays held.
+// it to a budget. Trading precision for memory (escalation: a
+// transaction's neighbouring Exclusive ranges made one) is the manager's
+// policy, built from Holds, Conflicts and Acquire: a range that covers
+// two held ranges and the free keys between them replaces them.
 package locktree
 
 // For maintainers: how the tree is built. (This comment is not the package
@@ -102,8 +95,7 @@ package locktree
 // Every change goes through one primitive, rewrite: set txn's mode on the
 // keys of [lo, hi) to f(old mode), then split, drop and merge segments in
 // that stretch until the invariants hold again. Acquire is f = max(old,
-// mode), Release and ReleaseAll are f = none, Escalate is f = Exclusive on
-// the keys between two ranges. A transaction's range count (TxnCount) is
+// mode), Release and ReleaseAll are f = none. A transaction's range count (TxnCount) is
 // kept by counting where its ranges start inside the stretch before and
 // after the change.
 //

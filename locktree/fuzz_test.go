@@ -24,13 +24,13 @@ func (c *byteChooser) Intn(n int) int {
 }
 
 // FuzzTreeOps runs the model test's operations (acquire with conflict and
-// coverage checks, release, release-all, escalation with and without a
-// budget and a barrier) as the fuzzer's bytes choose them, and compares
-// the whole tree with the model after each one.
+// coverage checks, release, release-all, conflict queries) as the fuzzer's
+// bytes choose them, and compares the whole tree with the model after each
+// one.
 func FuzzTreeOps(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 5, 0, 1, 0, 3, 0, 5, 0, 4, 1})
 	f.Add([]byte{1, 10, 9, 9, 9, 1, 2, 20, 9, 4, 200, 0, 2, 87, 0, 0, 90, 1})
-	f.Add([]byte("shared overlaps: \x00\x01\x02\x03 then escalate \x57\x58\x59"))
+	f.Add([]byte("shared overlaps: \x00\x01\x02\x03 then more \x57\x58\x59"))
 	u := newUniverse()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := &byteChooser{b: data}

@@ -105,7 +105,7 @@ func TestMemoryAccounting(t *testing.T) {
 			measured, accounted, tr := measure(shape, n)
 			ratio := float64(accounted) / float64(measured)
 			t.Logf("%d locks (%d segments): measured %d B (%.1f B/lock), accounted %d B (%.1f B/lock), accounted/measured %.3f",
-				tr.Len(), tr.Segments(), measured, float64(measured)/float64(tr.Len()), accounted, float64(accounted)/float64(tr.Len()), ratio)
+				tr.Len(), tr.segments(), measured, float64(measured)/float64(tr.Len()), accounted, float64(accounted)/float64(tr.Len()), ratio)
 			require.InDelta(t, 1.0, ratio, 0.25, "Memory() must be within 25%% of the measured heap")
 			// Releasing everything returns the accounting to an empty tree's.
 			for id := txnlock.TxnID(1); id <= 100; id++ {

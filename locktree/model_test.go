@@ -190,58 +190,6 @@ func (m *model) holds(txn txnlock.TxnID) []lockRun {
 	return m.runs(0, m.u.ncells(), func(o txnlock.TxnID, _ txnlock.Mode) bool { return o == txn })
 }
 
-// escalate is Escalate with an unreachable budget: every gap of empty
-// cells between two cells held Exclusive by one transaction, and by no
-// other, is filled unless it touches a barrier cell.
-func (m *model) escalate(barrier func(i, j int) bool) int {
-	joins := 0
-	n := m.u.ncells()
-	for c := 1; c < n; {
-		if !m.empty(c) {
-			c++
-			continue
-		}
-		e := c
-		for e < n && m.empty(e) {
-			e++
-		}
-		if e < n {
-			if owner, ok := m.soleExclusive(c - 1); ok {
-				if o2, ok2 := m.soleExclusive(e); ok2 && o2 == owner && !barrier(c, e) {
-					for x := c; x < e; x++ {
-						m.set(owner, x, txnlock.Exclusive)
-					}
-					joins++
-				}
-			}
-		}
-		c = e
-	}
-	return joins
-}
-
-func (m *model) empty(c int) bool {
-	for _, h := range m.held {
-		if h[c] != 0 {
-			return false
-		}
-	}
-	return true
-}
-
-func (m *model) soleExclusive(c int) (txnlock.TxnID, bool) {
-	var owner txnlock.TxnID
-	for id, h := range m.held {
-		if h[c] != 0 {
-			if owner != 0 || h[c] != txnlock.Exclusive {
-				return 0, false
-			}
-			owner = id
-		}
-	}
-	return owner, owner != 0
-}
-
 // chooser is where a driver's choices come from: a seeded generator in the
 // randomized test, the fuzzer's bytes in FuzzTreeOps.
 type chooser interface{ Intn(n int) int }
@@ -259,7 +207,7 @@ type driver struct {
 	trace []string // the operations so far, for failure reports
 	stats driverStats
 	// points: out of 10 ranges picked, how many are points (the rest
-	// prefixes and arbitrary ranges). Many points make escalation likely.
+	// prefixes and arbitrary ranges). Many points make neighbours likely.
 	points int
 	shared int // out of 10 modes picked, how many are Shared
 }
@@ -268,7 +216,7 @@ type driver struct {
 type driverStats struct {
 	granted, blocked  int // acquires tried
 	released, notHeld int // releases tried
-	releaseAll, joins int
+	releaseAll        int
 	sharedSegs        int // segments seen with several owners
 	maxSegs           int
 }
@@ -279,7 +227,6 @@ func (s *driverStats) add(o driverStats) {
 	s.released += o.released
 	s.notHeld += o.notHeld
 	s.releaseAll += o.releaseAll
-	s.joins += o.joins
 	s.sharedSegs += o.sharedSegs
 	s.maxSegs = max(s.maxSegs, o.maxSegs)
 }
@@ -375,26 +322,11 @@ func (d *driver) step(c chooser) error {
 		}
 		delete(d.m.held, txn)
 		d.stats.releaseAll++
-	case op < 82:
+	default:
 		r, md := d.pickRange(c), d.pickMode(c)
 		if err := d.checkConflicts(txn, r, md, d.m.conflicts(txn, r, md)); err != nil {
 			return err
 		}
-		i, j := d.u.cells(r)
-		want := d.m.runs(i, j, func(o txnlock.TxnID, _ txnlock.Mode) bool { return o == txn })
-		var got []lockRun
-		d.t.HoldsIn(txn, r, func(h txnlock.Range, hm txnlock.Mode) bool {
-			hi, hj := d.u.cells(h)
-			got = append(got, lockRun{owner: txn, i: hi, j: hj, mode: hm})
-			return true
-		})
-		if !slices.Equal(got, want) {
-			return fmt.Errorf("HoldsIn(%d, %v) = %v, model %v", txn, r, d.runString(got), d.runString(want))
-		}
-	case op < 88:
-		return d.escalateExact(c)
-	default:
-		return d.escalateBudget(c)
 	}
 	return nil
 }
@@ -420,126 +352,8 @@ func (d *driver) checkConflicts(txn txnlock.TxnID, r txnlock.Range, md txnlock.M
 			return fmt.Errorf("Conflicts(%d, %v, %v) stopped early = %v, model %v", txn, r, md, d.runString(first), d.runString(want[:1]))
 		}
 	}
-	var owners, wantOwners []txnlock.TxnID
-	d.t.Blockers(txn, r, md, func(o txnlock.TxnID) bool {
-		owners = append(owners, o)
-		return true
-	})
-	for _, w := range want {
-		if !slices.Contains(wantOwners, w.owner) {
-			wantOwners = append(wantOwners, w.owner)
-		}
-	}
-	if !slices.Equal(owners, wantOwners) {
-		return fmt.Errorf("Blockers(%d, %v, %v) = %v, model %v", txn, r, md, owners, wantOwners)
-	}
 	if got := d.t.HasConflict(txn, r, md); got != (len(want) > 0) {
 		return fmt.Errorf("HasConflict(%d, %v, %v) = %v, model %v", txn, r, md, got, d.runString(want))
-	}
-	return nil
-}
-
-// barrierFor returns a barrier that refuses joins across keys of b, for the
-// tree and for the model.
-func (d *driver) barrierFor(b *txnlock.Range) (func(l, r txnlock.Range) bool, func(i, j int) bool) {
-	if b == nil {
-		return nil, func(int, int) bool { return false }
-	}
-	bi, bj := d.u.cells(*b)
-	return func(l, r txnlock.Range) bool {
-			return l.End().Compare(b.End()) < 0 && b.Start().Compare(r.Start()) < 0
-		}, func(i, j int) bool {
-			return i < bj && bi < j
-		}
-}
-
-func (d *driver) pickBarrier(c chooser) *txnlock.Range {
-	if c.Intn(2) == 0 {
-		return nil
-	}
-	b := d.pickRange(c)
-	return &b
-}
-
-func (d *driver) escalateExact(c chooser) error {
-	b := d.pickBarrier(c)
-	d.logf("escalate budget=-1 barrier=%v", b)
-	tb, mb := d.barrierFor(b)
-	got := d.t.Escalate(-1, tb)
-	if want := d.m.escalate(mb); got != want {
-		return fmt.Errorf("Escalate(-1, %v) = %d joins, model %d", b, got, want)
-	}
-	d.stats.joins += got
-	return nil
-}
-
-// escalateBudget escalates down to a random budget. Which joins happen
-// then depends on the tree's order, so the model checks properties and
-// then takes the tree's state: old keys still held at least as strongly,
-// new keys only Exclusive in gaps nobody held and no barrier touches, no
-// conflict anywhere, the budget met or nothing more to join, and joins
-// matching the drop in Len.
-func (d *driver) escalateBudget(c chooser) error {
-	b := d.pickBarrier(c)
-	budget := d.t.Memory() - int64(c.Intn(400))
-	d.logf("escalate budget=%d barrier=%v", budget, b)
-	tb, mb := d.barrierFor(b)
-	oldLen := d.t.Len()
-	old := newModel(d.u)
-	for id, h := range d.m.held {
-		old.held[id] = slices.Clone(h)
-	}
-	joins := d.t.Escalate(budget, tb)
-	if err := d.adopt(); err != nil {
-		return err
-	}
-	d.stats.joins += joins
-	if joins != oldLen-d.t.Len() {
-		return fmt.Errorf("Escalate: %d joins, Len %d -> %d", joins, oldLen, d.t.Len())
-	}
-	for c := 0; c < d.u.ncells(); c++ {
-		for id, h := range d.m.held {
-			was := old.mode(id, c)
-			switch {
-			case !h[c].Covers(was):
-				return fmt.Errorf("Escalate: %v lost %v on %v", id, was, d.u.span(c, c+1))
-			case h[c] != was && (h[c] != txnlock.Exclusive || !old.empty(c) || mb(c, c+1)):
-				return fmt.Errorf("Escalate: %v got %v on %v (was %v, gap empty %v)", id, h[c], d.u.span(c, c+1), was, old.empty(c))
-			}
-			for id2, h2 := range d.m.held {
-				if id2 != id && h[c] != 0 && h2[c] != 0 && !h[c].Compatible(h2[c]) {
-					return fmt.Errorf("Escalate: conflict between %v and %v on %v", id, id2, d.u.span(c, c+1))
-				}
-			}
-		}
-	}
-	if d.t.Memory() > budget {
-		probe := newModel(d.u)
-		for id, h := range d.m.held {
-			probe.held[id] = slices.Clone(h)
-		}
-		if n := probe.escalate(mb); n > 0 {
-			return fmt.Errorf("Escalate stopped over budget (%d > %d) with %d joins left", d.t.Memory(), budget, n)
-		}
-	}
-	return nil
-}
-
-// adopt replaces the model's state by the tree's, read through Holds.
-func (d *driver) adopt() error {
-	d.m = newModel(d.u)
-	for id := txnlock.TxnID(1); id <= driverTxns; id++ {
-		var err error
-		d.t.Holds(id, func(r txnlock.Range, md txnlock.Mode) bool {
-			i, j := d.u.cells(r)
-			for c := i; c < j; c++ {
-				d.m.set(id, c, md)
-			}
-			return true
-		})
-		if err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -550,7 +364,7 @@ func (d *driver) check() error {
 	if err := checkInvariants(d.t); err != nil {
 		return err
 	}
-	d.stats.maxSegs = max(d.stats.maxSegs, d.t.Segments())
+	d.stats.maxSegs = max(d.stats.maxSegs, d.t.segments())
 	d.t.segs.Ascend(func(s *seg) bool {
 		if s.nmore != 0 {
 			d.stats.sharedSegs++

@@ -78,21 +78,6 @@ func (t *Tree) Holds(txn txnlock.TxnID, fn func(r txnlock.Range, m txnlock.Mode)
 	t.held = scratch(hs)
 }
 
-// HoldsIn calls fn for each of txn's ranges clipped to r (ends as r says):
-// the maximal runs of keys of r that txn holds in one mode, in key order,
-// until fn returns false. Cost: O(log n + k) for k segments overlapping r,
-// however much else txn holds.
-func (t *Tree) HoldsIn(txn txnlock.TxnID, r txnlock.Range, fn func(r txnlock.Range, m txnlock.Mode) bool) {
-	if !r.Valid() || t.txns[txn] == nil {
-		return
-	}
-	t.walkRuns(posOf(r.Start()), posOf(r.End()),
-		func(owner txnlock.TxnID, _ txnlock.Mode) bool { return owner == txn },
-		func(_ txnlock.TxnID, start, end pos, m txnlock.Mode) bool {
-			return fn(rangeOf(start, end), m)
-		})
-}
-
 // held is one of a transaction's ranges.
 type held struct {
 	start, end pos

@@ -1,8 +1,6 @@
 package locktree
 
 import (
-	"slices"
-
 	"github.com/txnlock/txnlock"
 )
 
@@ -41,31 +39,6 @@ func (t *Tree) HasConflict(txn txnlock.TxnID, r txnlock.Range, mode txnlock.Mode
 		return true
 	})
 	return found
-}
-
-// Blockers calls fn once for each transaction that Conflicts would report,
-// in the order of its first conflict in key order, until fn returns false.
-// It allocates nothing: for wait queues and deadlock detection, which need
-// the owners, not their ranges. Cost: O(log n + k), times the owners.
-func (t *Tree) Blockers(txn txnlock.TxnID, r txnlock.Range, mode txnlock.Mode, fn func(owner txnlock.TxnID) bool) {
-	if !r.Valid() {
-		return
-	}
-	seen := t.ids[:0]
-	t.overlapping(posOf(r.Start()), posOf(r.End()), func(s *seg) bool {
-		for i, n := 0, s.nmembers(); i < n; i++ {
-			owner, m, _ := s.memberAt(i)
-			if owner == txn || mode.Compatible(m) || slices.Contains(seen, owner) {
-				continue
-			}
-			seen = append(seen, owner)
-			if !fn(owner) {
-				return false
-			}
-		}
-		return true
-	})
-	t.ids = scratch(seen)
 }
 
 // Covered reports whether txn holds every key of r (ends as r says) in mode

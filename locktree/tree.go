@@ -61,9 +61,9 @@ func (t *Tree) TxnCount(txn txnlock.TxnID) int {
 	return 0
 }
 
-// Segments is the number of segments: disjoint runs of keys with one owner
+// segments is the number of segments: disjoint runs of keys with one owner
 // set (see the package documentation). It is at most 2*Len()-1.
-func (t *Tree) Segments() int { return t.segs.Len() }
+func (t *Tree) segments() int { return t.segs.Len() }
 
 // Memory is the number of bytes the tree accounts for its locks: segments,
 // key copies, owner lists, B-tree slots and per-transaction indexes.

@@ -54,19 +54,10 @@ func (m *Manager) leaveLocked(st *stripe, h uint64, l *locktable.Lock, w *lockwa
 // Unlock releases txn's lock on the key of r ([k, k]) in cf and wakes the
 // requests that can now be granted. ErrNotHeld if txn does not hold it.
 func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Range) error {
-	if m.sh.Closed() {
-		return shell.UnlockErr(txn, cf, r, txnlock.ErrClosed)
-	}
-	if !txn.Valid() {
-		return shell.UnlockErr(txn, cf, r, txnlock.ErrInvalidTxn)
-	}
-	key, err := pointKey(&r)
+	key, rangeErr := pointKey(&r)
+	lm, err := m.sh.CheckUnlock(txn, cf, rangeErr)
 	if err != nil {
 		return shell.UnlockErr(txn, cf, r, err)
-	}
-	lm := m.sh.Fams.Get(cf)
-	if lm == nil {
-		return shell.UnlockErr(txn, cf, r, txnlock.ErrUnknownColumnFamily)
 	}
 	h := m.hash(key)
 	st := lm.stripe(h)

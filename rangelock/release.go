@@ -23,15 +23,11 @@ import (
 // of a held range keeps the rest of it.
 func (m *Manager) Unlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, r txnlock.Range) error {
 	k, point := r.PointKey()
-	switch {
-	case m.sh.Closed():
-		return shell.UnlockErr(txn, cf, r, txnlock.ErrClosed)
-	case !txn.Valid():
-		return shell.UnlockErr(txn, cf, r, txnlock.ErrInvalidTxn)
-	case !point && !r.Valid():
-		return shell.UnlockErr(txn, cf, r, txnlock.ErrInvalidRange)
+	var rangeErr error
+	if !point && !r.Valid() {
+		rangeErr = txnlock.ErrInvalidRange
 	}
-	f, err := m.sh.Fams.Family(cf)
+	f, err := m.sh.CheckUnlock(txn, cf, rangeErr)
 	if err == nil {
 		err = f.unlock(txn, r, k, point)
 	}

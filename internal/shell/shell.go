@@ -193,3 +193,18 @@ func (s *Shell[F, PF]) CheckUnlockAll(txn txnlock.TxnID) error {
 	}
 	return &txnlock.LockError{Op: "unlock all", Txn: txn, Err: err}
 }
+
+// CheckUnlock validates an Unlock call before any state is touched,
+// rangeErr being the manager's verdict on its range (nil: valid), and
+// returns its column family.
+func (s *Shell[F, PF]) CheckUnlock(txn txnlock.TxnID, cf txnlock.ColumnFamily, rangeErr error) (*F, error) {
+	switch {
+	case s.closed.Load():
+		return nil, txnlock.ErrClosed
+	case !txn.Valid():
+		return nil, txnlock.ErrInvalidTxn
+	case rangeErr != nil:
+		return nil, rangeErr
+	}
+	return s.Fams.Family(cf)
+}
