@@ -5,8 +5,7 @@
 // the nodes of the cycle. Cycles within one node stay with that node's own
 // detector, a deadlock.Detector, as before.
 //
-//	cli, _ := clientv3.New(clientv3.Config{Endpoints: endpoints,
-//		DialKeepAliveTime: 10 * time.Second, DialKeepAliveTimeout: 2 * time.Second})
+//	cli, _ := clientv3.New(clientv3.Config{Endpoints: endpoints}) // see Failures
 //	node, err := cluster.Join(ctx, cluster.Options{
 //		NodeID:     "node-7",        // unique among live nodes
 //		Client:     cli,             // its TLS and auth settings apply
@@ -75,9 +74,10 @@
 //     the node unregistered.
 //   - Stopping an etcd member, even the raft leader, changes nothing while
 //     the others keep quorum: sessions move to the other members, and the
-//     detector keeps its epoch. Set the client's DialKeepAliveTime and
-//     DialKeepAliveTimeout so that a dead connection is noticed well within
-//     the lease TTL.
+//     detector keeps its epoch, provided the client reconnects to another
+//     member well within the lease TTL: give it a short reconnection
+//     backoff (grpc.WithConnectParams in clientv3.Config.DialOptions, a
+//     base delay of tens of milliseconds).
 //
 // # Observing
 //
