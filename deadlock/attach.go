@@ -75,6 +75,19 @@ func (s *seamOf) Attach(c detect.LockCounter) detect.Graph {
 // a wait without a timeout ends when its cycle is found.
 func (s *seamOf) FiniteWaits() bool { return false }
 
+var _ detect.Lister = (*seamOf)(nil)
+
+// Waits lists the reported waits (detect.Lister).
+func (s *seamOf) Waits(fn func(txn txnlock.TxnID, stamp uint64)) { (*Detector)(s).reg.each(fn) }
+
+// WithWait asks a reported wait something (detect.Lister).
+func (s *seamOf) WithWait(txn txnlock.TxnID, stamp uint64, fn func(w detect.Waiter)) bool {
+	return (*Detector)(s).reg.with(txn, stamp, fn)
+}
+
+// LocksHeld sums what every attached manager says txn holds.
+func (s *seamOf) LocksHeld(txn txnlock.TxnID) int { return (*Detector)(s).att.locksHeld(txn) }
+
 // attachment is one manager's seam to the detector (detect.Graph).
 type attachment struct {
 	d *Detector

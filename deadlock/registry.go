@@ -173,6 +173,43 @@ func (r *registry) remove(w detect.Waiter) (others bool) {
 	return others
 }
 
+// each calls fn for every active wait, slot by slot, with the slot's
+// mutex held (an empty slot is passed over without it).
+func (r *registry) each(fn func(txn txnlock.TxnID, seq uint64)) {
+	for i := range r.slots {
+		s := &r.slots[i]
+		if s.n.Load() == 0 {
+			continue
+		}
+		s.mu.Lock()
+		for j := range s.lenLocked() {
+			if x := s.atLocked(j); x.active() {
+				fn(x.txn, x.seq)
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// with calls fn with the waiter of txn's wait of stamp seq, with its
+// slot's mutex held so that the waiter is not recycled meanwhile, and
+// reports whether the wait was found.
+func (r *registry) with(txn txnlock.TxnID, seq uint64, fn func(w detect.Waiter)) bool {
+	s := r.slot(txn)
+	if s.n.Load() == 0 {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.lenLocked() {
+		if x := s.atLocked(i); x.txn == txn && x.seq == seq {
+			fn(x.waiter)
+			return true
+		}
+	}
+	return false
+}
+
 // count returns the number of reported waits, slot by slot: no counter
 // that every Block and Unblock would share.
 func (r *registry) count() int {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/txnlock/txnlock"
+	"github.com/txnlock/txnlock/internal/detect"
 	"github.com/txnlock/txnlock/internal/manualclock"
 )
 
@@ -83,6 +84,35 @@ func TestRegistry(t *testing.T) {
 	require.Equal(t, 1, r.count())
 	require.False(t, r.waiting(a))
 	require.True(t, r.waiting(b))
+}
+
+// TestRegistryLister: each lists the active waits with their stamps, and
+// with finds a wait by its transaction and stamp while it is recorded,
+// as a detector built on this one (detect.Lister) reads them.
+func TestRegistryLister(t *testing.T) {
+	var r registry
+	a := txnlock.TxnID(1)
+	b := sameSlot(a)
+	wa, wb, wc := newTestWaiter(a), newTestWaiter(b), newTestWaiter(a+1)
+	r.add(wa, a, 1)
+	r.add(wb, b, 2)
+	r.add(wc, a+1, 3)
+	list := func() map[txnlock.TxnID]uint64 {
+		got := map[txnlock.TxnID]uint64{}
+		r.each(func(txn txnlock.TxnID, seq uint64) { got[txn] = seq })
+		return got
+	}
+	require.Equal(t, map[txnlock.TxnID]uint64{a: 1, b: 2, a + 1: 3}, list())
+	var asked detect.Waiter
+	require.True(t, r.with(b, 2, func(w detect.Waiter) { asked = w }))
+	require.Same(t, wb, asked)
+	require.False(t, r.with(b, 1, func(detect.Waiter) { t.Fatal("another wait's stamp") }))
+	require.False(t, r.with(a, 2, func(detect.Waiter) { t.Fatal("another transaction's wait") }))
+	wb.end()
+	require.Equal(t, map[txnlock.TxnID]uint64{a: 1, a + 1: 3}, list(), "an ended wait is not listed")
+	r.remove(wc)
+	require.False(t, r.with(a+1, 3, func(detect.Waiter) { t.Fatal("removed") }))
+	require.Equal(t, map[txnlock.TxnID]uint64{a: 1}, list())
 }
 
 // TestRemoveFromEmptySlot: the Unblock of a wait that a probe forgot,

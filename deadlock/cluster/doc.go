@@ -41,7 +41,8 @@
 // detector: the wait's transaction and whom it waits for directly, as
 // the lock table answers it now. Waits that end sooner never leave the
 // node; a busy manager's waits are mostly over within microseconds, and
-// cost the node a record without a clock read or an allocation.
+// cost the node nothing: it reads the waits from the local detector's own
+// record of them, every half Delay.
 //
 // The elected detector keeps the union of the nodes' exports and
 // searches it for cycles every half Delay and whenever an export changes.

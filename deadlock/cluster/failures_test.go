@@ -41,7 +41,7 @@ func edges(ws map[uint64]wait) []string {
 func (tn *testNode) exports() []string {
 	ws := map[uint64]wait{}
 	for _, r := range tn.waits.exportable() {
-		if to, ok := r.waitsFor(); ok && len(to) > 0 {
+		if to, ok := tn.waits.waitsFor(r); ok && len(to) > 0 {
 			slices.Sort(to)
 			ws[r.seq] = wait{Seq: r.seq, Txn: r.txn, To: to}
 		}

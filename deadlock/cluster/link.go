@@ -149,7 +149,7 @@ func (ex *exporter) next(full bool) *message {
 	cur := map[uint64]wait{}
 	var dropped uint64
 	for _, r := range n.waits.exportable() {
-		to, ok := r.waitsFor()
+		to, ok := n.waits.waitsFor(r)
 		if !ok || len(to) == 0 {
 			continue
 		}
@@ -232,13 +232,13 @@ func (n *Node) serveDetector(sc *conn, epoch int64) {
 func (n *Node) confirm(m *message) *message {
 	a := &message{Kind: kindAnswer, ID: m.ID, OK: true}
 	for _, c := range m.Check {
-		r, ok := n.waits.get(c.Seq)
-		if !ok || r.txn != c.Txn {
+		r, ok := n.waits.get(c.Txn, c.Seq)
+		if !ok {
 			a.OK = false
 			break
 		}
-		to, ok := r.waitsFor()
-		e, live := r.describe()
+		to, ok := n.waits.waitsFor(r)
+		e, live := n.waits.describe(r)
 		if !ok || !live {
 			a.OK = false
 			break
@@ -263,12 +263,12 @@ func (n *Node) fail(d *wireDeadlock) bool {
 	if d == nil {
 		return false
 	}
-	r, ok := n.waits.get(d.Wait)
-	if !ok || r.txn != d.Victim {
+	r, ok := n.waits.get(d.Victim, d.Wait)
+	if !ok {
 		return false
 	}
 	err := d.toError()
-	if !r.fail(err) {
+	if !n.waits.fail(r, err) {
 		return false
 	}
 	n.c.victims.Add(1)

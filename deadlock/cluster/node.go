@@ -20,8 +20,8 @@ import (
 // Node is one process's part of the cluster detector: a
 // txnlock.Detector for its lock managers. It is safe for concurrent use.
 type Node struct {
-	// Lock order: mu, then the waits' mu, then a wait record's mu, then
-	// a manager's latch.
+	// Lock order: mu, then the waits' mu, then the local detector's
+	// locks, then a manager's latch.
 	opts  Options
 	local *deadlock.Detector
 	waits *waits
@@ -91,7 +91,7 @@ func Join(ctx context.Context, opts Options) (*Node, error) {
 	if opts.ServerTLS != nil {
 		ln = tls.NewListener(ln, opts.ServerTLS)
 	}
-	n := &Node{opts: opts, local: local, waits: newWaits(), ln: ln, leaderCh: make(chan leader, 1)}
+	n := &Node{opts: opts, local: local, waits: newWaits(local.Seam().(detect.Lister)), ln: ln, leaderCh: make(chan leader, 1)}
 	n.addr = opts.AdvertiseAddr
 	if n.addr == "" {
 		n.addr = ln.Addr().String()

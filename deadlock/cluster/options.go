@@ -83,7 +83,8 @@ type Options struct {
 	// Default: DefaultHistorySize (16).
 	HistorySize int
 	// Local configures the node's own detector, which finds the cycles
-	// within the node (its Clock is the node's too).
+	// within the node (its Clock is the node's too) and keeps the record
+	// of waits the node exports from: its Detection may not be Off.
 	Local deadlock.Options
 	// OnCycle, if set, sees every cross-node cycle the elected detector
 	// has confirmed, before its victim is failed, and may veto it by
@@ -150,6 +151,9 @@ func (o *Options) Validate() error {
 	}
 	if o.HistorySize < 0 {
 		p.Addf("HistorySize %d is negative", o.HistorySize)
+	}
+	if o.Local.Detection == deadlock.Off {
+		p.Addf("Local.Detection is Off: the node reads its waits from its own detector's record of them, which Off does not keep")
 	}
 	p.Merge(o.Local.Validate())
 	return p.Err()

@@ -16,14 +16,16 @@ import (
 // fields is valid and means the defaults.
 func TestOptionsValidate(t *testing.T) {
 	o := Options{NodeID: "a/b", Delay: -1, LeaseTTL: -1, SnapshotInterval: -1, MaxExport: -1, ConfirmTimeout: -1, HistorySize: -1,
-		Local: deadlock.Options{MaxDepth: -1}}
+		Local: deadlock.Options{MaxDepth: -1, Detection: deadlock.Off}}
 	err := o.Validate()
 	var oe *txnlock.OptionsError
 	require.True(t, errors.As(err, &oe))
 	require.Equal(t, []string{
 		`NodeID "a/b" contains '/'`, "Client is nil", "ListenAddr is empty", "Delay -1ns is negative",
 		"LeaseTTL -1 is negative", "SnapshotInterval -1ns is negative", "MaxExport -1 is negative",
-		"ConfirmTimeout -1ns is negative", "HistorySize -1 is negative", "MaxDepth -1 is negative",
+		"ConfirmTimeout -1ns is negative", "HistorySize -1 is negative",
+		"Local.Detection is Off: the node reads its waits from its own detector's record of them, which Off does not keep",
+		"MaxDepth -1 is negative",
 	}, oe.Problems)
 	var d Options
 	d.EnsureDefaults()

@@ -37,3 +37,22 @@ type wrapped struct {
 func (w wrapped) Seam() Detector             { return w }
 func (w wrapped) Attach(c LockCounter) Graph { return w.wrap(w.d.Attach(c)) }
 func (w wrapped) FiniteWaits() bool          { return w.d.FiniteWaits() }
+
+// Lister is offered by a detector that records the waits reported to it
+// (package deadlock's, through its Detector), to a detector built on it
+// (package cluster), which finds it by a type assertion: the waits now,
+// and the one safe way to ask a reported wait something.
+type Lister interface {
+	// Waits calls fn for each reported wait that may still be going on:
+	// its transaction and its stamp (unique among the detector's waits).
+	// fn must not call the detector.
+	Waits(fn func(txn txnlock.TxnID, stamp uint64))
+	// WithWait calls fn with the waiter of txn's wait of that stamp while
+	// the wait is reported, so that the waiter is not recycled meanwhile,
+	// and reports whether it did. fn may ask the waiter anything (its
+	// manager's latches come after the detector's locks) but must not
+	// call the detector.
+	WithWait(txn txnlock.TxnID, stamp uint64, fn func(w Waiter)) bool
+	// LocksHeld is how many locks txn holds in every manager attached.
+	LocksHeld(txn txnlock.TxnID) int
+}
