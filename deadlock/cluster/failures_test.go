@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -185,4 +186,32 @@ func TestEtcdLeaderStopped(t *testing.T) {
 	require.Equal(t, epoch, a.Stats().Epoch)
 	require.Equal(t, epoch, b.Stats().Epoch)
 	require.Zero(t, a.Stats().SessionsLost+b.Stats().SessionsLost)
+}
+
+// While etcd has no quorum, a node loses its session, which its Stats
+// show, and its own detector goes on breaking the cycles within it.
+func TestQuorumLost(t *testing.T) {
+	ec := startEtcd(t, 3)
+	a := join(t, ec, "a", func(o *Options) { o.LeaseTTL = 1 })
+	connected(t, a)
+	require.True(t, a.Stats().Registered)
+	ec.stop(ec.members[0])
+	ec.stop(ec.members[1])
+	waitFor(t, "a to lose its session", func() bool { return !a.Stats().Registered })
+
+	require.NoError(t, a.lock(10, "p", txnlock.Exclusive))
+	require.NoError(t, a.lock(11, "q", txnlock.Exclusive))
+	w := a.goLock(10, "q")
+	a.waiting(t, 10)
+	err := a.lock(11, "p", txnlock.Exclusive)
+	if errors.Is(err, txnlock.ErrDeadlock) {
+		require.NoError(t, a.m.UnlockAll(11))
+		require.NoError(t, <-w)
+	} else {
+		require.NoError(t, err)
+		require.ErrorIs(t, <-w, txnlock.ErrDeadlock)
+	}
+	require.NoError(t, a.m.UnlockAll(10))
+	require.NoError(t, a.m.UnlockAll(11))
+	require.NotZero(t, a.Local().Stats().Deadlocks, "the local detector broke the cycle")
 }
