@@ -124,6 +124,36 @@ func TestGapInsert(t *testing.T) {
 	}
 }
 
+// TestDeleteInsert: oltp_write_only's DELETE then INSERT of one id in a
+// transaction; the id is a duplicate once more after the INSERT, another
+// session's INSERT of it waits for the transaction, and a rollback brings
+// the deleted row back.
+func TestDeleteInsert(t *testing.T) {
+	for _, lock := range []engine.LockKind{engine.LockPoint, engine.LockRange} {
+		t.Run(string(lock), func(t *testing.T) {
+			ts, dsn := startServer(t, engine.Options{Lock: lock})
+			db := loadSbtest(t, dsn, 10)
+			a := begin(t, db)
+			exec(t, a, "DELETE FROM sbtest1 WHERE id=5")
+			exec(t, a, "INSERT INTO sbtest1 (id, k, c, pad) VALUES (5, 5, 'new', '')")
+			_, err := a.ExecContext(context.Background(), "INSERT INTO sbtest1 (id, k, c, pad) VALUES (5, 5, 'again', '')")
+			require.Equal(t, uint16(1062), mysqlErr(err), "%v", err)
+			exec(t, a, "DELETE FROM sbtest1 WHERE id=5")
+			b := conn(t, db)
+			done := make(chan error, 1)
+			go func() {
+				_, err := b.ExecContext(context.Background(), "INSERT INTO sbtest1 (id, k, c, pad) VALUES (5, 5, 'b', '')")
+				done <- err
+			}()
+			<-ts.waits // b waits for a's lock on the deleted row
+			exec(t, a, "ROLLBACK")
+			err = <-done
+			require.Equal(t, uint16(1062), mysqlErr(err), "the rollback brought the row back: %v", err)
+			require.Equal(t, [][]string{{"c5"}}, queryRows(t, db, "SELECT c FROM sbtest1 WHERE id=5"))
+		})
+	}
+}
+
 // TestDisconnect: a client that goes away while its statement waits for
 // a lock, or while idle in a transaction, has its wait ended, its
 // transaction rolled back and its locks released.
